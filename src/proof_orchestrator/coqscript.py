@@ -1,0 +1,107 @@
+"""What a candidate Coq proof script may contain, and how it is written out.
+
+The whole-file check and the axiom audit are the real guarantees; this gate
+comes first and refuses, before anything is compiled, every script that could
+end the proof early, change the statement or the environment, or admit a goal:
+
+* every sentence must be a tactic: a bullet, a brace, a goal selector, or
+  something that starts with a lower-case tactic name or ``(`` / ``[``;
+  vernacular commands (``Qed``, ``Admitted``, ``Abort``, ``Axiom``,
+  ``Unset Guard Checking``, ``Require`` ...) all start with a capital letter;
+* some identifiers are refused anywhere: ``admit``, ``give_up``, the
+  ``*_no_check`` casts, and every proof-ending keyword;
+* no comments (a ``(*`` in a script could swallow the ``Qed.`` after it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .coqsyntax import split_sentences
+from .errors import ScriptRejected, SourceSyntaxError
+
+__all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script"]
+
+#: identifiers refused anywhere in a script (outside strings)
+FORBIDDEN_IDENTIFIERS = frozenset(
+    {
+        "admit",
+        "Admitted",
+        "Admit",
+        "Abort",
+        "Axiom",
+        "Axioms",
+        "Parameter",
+        "Conjecture",
+        "give_up",
+        "Qed",
+        "Defined",
+        "Save",
+        "Restart",
+        "Undo",
+        "BackTo",
+        "Back",
+        "Reset",
+        "exact_no_check",
+        "vm_cast_no_check",
+        "native_cast_no_check",
+        "change_no_check",
+        }
+)
+_STRING = re.compile(r'"(?:[^"]|"")*"')
+_IDENT = re.compile(r"[A-Za-z_][\w']*")
+_TACTIC_START = re.compile(r"(?:\d+\s*:\s*|all\s*:\s*|\[[A-Za-z_][\w']*\]\s*:\s*)?[a-z_(\[]")
+
+
+def check_script(sentences: Sequence[str]) -> tuple[str, ...]:
+    """Return the script's sentences in normal form, or raise :class:`ScriptRejected`."""
+    if not sentences:
+        raise ScriptRejected("an empty script proves nothing")
+    normal: list[str] = []
+    for raw in sentences:
+        if "(*" in raw or "*)" in raw:
+            raise ScriptRejected(f"comments are not allowed in a proof script: {raw!r}")
+        try:
+            parts = split_sentences(raw)
+        except SourceSyntaxError as exc:
+            raise ScriptRejected(f"not a complete sentence: {raw!r} ({exc})") from exc
+        if len(parts) != 1:
+            raise ScriptRejected(f"expected one sentence, got {len(parts)}: {raw!r}")
+        sentence = parts[0]
+        code = sentence.code
+        without_strings = _STRING.sub('""', code)
+        for ident in _IDENT.findall(without_strings):
+            if ident in FORBIDDEN_IDENTIFIERS:
+                raise ScriptRejected(f"{ident!r} is never allowed in a proof script: {code!r}")
+        if not sentence.is_bullet_or_brace and not _TACTIC_START.match(code):
+            raise ScriptRejected(f"not a tactic (vernacular commands are refused): {code!r}")
+        normal.append(code)
+    return tuple(normal)
+
+
+def format_script(sentences: Sequence[str], indent: str = "  ") -> str:
+    """Lay a script out as the body of ``Proof. ... Qed.``.
+
+    Short scripts stay on one line; longer ones get one sentence per line with
+    a bullet or brace kept on the line of the tactic that follows it.
+    """
+    one_line = " ".join(sentences)
+    if len(one_line) <= 80 and not any(s in ("{", "}") for s in sentences):
+        return indent + one_line
+    lines: list[str] = []
+    pending = ""
+    depth = 0
+    for sentence in sentences:
+        if sentence == "}":
+            depth = max(depth - 1, 0)
+        if split_sentences(sentence)[0].is_bullet_or_brace and sentence != "}":
+            pending += sentence + " "
+            continue
+        lines.append(indent + "  " * depth + pending + sentence)
+        pending = ""
+        if sentence.endswith("{"):
+            depth += 1
+    if pending:
+        lines.append(indent + "  " * depth + pending.rstrip())
+    return "\n".join(lines)

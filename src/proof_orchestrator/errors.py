@@ -1,0 +1,105 @@
+"""The one exception tree of the orchestrator.
+
+A failed proof attempt is a *result* (:class:`~proof_orchestrator.goals.Outcome`),
+never an exception. Exceptions mean that something is broken: a prover that
+cannot start or stopped answering, a file that cannot be read, a ledger that
+cannot be opened.
+
+::
+
+    OrchError
+    ├── ProverError                 a prover process misbehaved
+    │   ├── ProverNotFound          the executable is not installed
+    │   ├── ProverStartError        it started but never reached its first prompt
+    │   ├── ProverCrashed           it exited (EOF on its output)
+    │   ├── ProverHung              no answer within timeout + grace; it was killed
+    │   ├── ProverDesync            replies no longer match requests; it was killed
+    │   ├── ProverReplyTooLarge     a reply exceeded the byte cap
+    │   └── SessionClosed           the session was used after aclose()
+    ├── ProjectError                user files
+    │   ├── PathNotFound            a path given by the user does not exist
+    │   ├── SourceSyntaxError       a file cannot be split into sentences
+    │   └── FileChangedError        a file changed on disk while we worked on it
+    ├── ScriptRejected              a candidate proof script is not allowed
+    └── LedgerError                 the ledger cannot be opened or written
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "FileChangedError",
+    "LedgerError",
+    "OrchError",
+    "PathNotFound",
+    "ProjectError",
+    "ProverCrashed",
+    "ProverDesync",
+    "ProverError",
+    "ProverHung",
+    "ProverNotFound",
+    "ProverReplyTooLarge",
+    "ProverStartError",
+    "ScriptRejected",
+    "SessionClosed",
+    "SourceSyntaxError",
+]
+
+
+class OrchError(Exception):
+    """Base class of every error the orchestrator raises on purpose."""
+
+
+class ProverError(OrchError):
+    """A prover process misbehaved; the session that owned it is unusable."""
+
+
+class ProverNotFound(ProverError):
+    """The prover executable is not installed or not on ``PATH``."""
+
+
+class ProverStartError(ProverError):
+    """The prover started but did not reach its first prompt."""
+
+
+class ProverCrashed(ProverError):
+    """The prover exited while a reply was expected."""
+
+
+class ProverHung(ProverError):
+    """The prover did not answer within its timeout plus grace and was killed."""
+
+
+class ProverDesync(ProverError):
+    """The reply stream no longer matches the requests; the prover was killed."""
+
+
+class ProverReplyTooLarge(ProverError):
+    """A single reply exceeded the configured byte cap; the prover was killed."""
+
+
+class SessionClosed(ProverError):
+    """A session was used after it was closed."""
+
+
+class ProjectError(OrchError):
+    """A problem with the user's files."""
+
+
+class PathNotFound(ProjectError):
+    """A path given on the command line does not exist."""
+
+
+class SourceSyntaxError(ProjectError):
+    """A source file cannot be split into sentences (e.g. an unclosed comment)."""
+
+
+class FileChangedError(ProjectError):
+    """A file changed on disk between reading it and writing a proof into it."""
+
+
+class ScriptRejected(OrchError):
+    """A candidate proof script contains something that is never allowed."""
+
+
+class LedgerError(OrchError):
+    """The ledger database cannot be opened, migrated or written."""

@@ -1,0 +1,113 @@
+"""Plain data shared by every room: goals, outcomes and budgets."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["DEFAULT_BUDGET", "Budget", "Goal", "HoleKind", "Outcome", "fingerprint_of"]
+
+
+class Outcome(str, enum.Enum):
+    """How one attempt (one strategy on one goal) ended."""
+
+    #: the prover accepted the script in the session and the whole-file check passed
+    PROVED = "proved"
+    #: the prover accepted the script in the session; whole-file check not run yet
+    CANDIDATE = "candidate"
+    #: the whole-file recompilation or the axiom audit rejected the candidate
+    REJECTED = "rejected"
+    #: every tactic tried failed within the budget
+    FAILED = "failed"
+    #: the budget ran out before the strategy finished
+    TIMEOUT = "timeout"
+    #: the prover broke (crash, hang, desync) during the attempt
+    ERROR = "error"
+    #: the attempt was cancelled (Ctrl-C or another strategy won)
+    CANCELLED = "cancelled"
+
+
+class HoleKind(str, enum.Enum):
+    """What marks a declaration as unproved."""
+
+    #: the proof ends with ``Admitted.``
+    ADMITTED = "admitted"
+    #: the proof contains ``admit`` (and therefore also ends with ``Admitted.``)
+    ADMIT = "admit"
+    #: a Lean ``sorry``
+    SORRY = "sorry"
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """CPU-second limits for one attempt.
+
+    ``cpu_seconds`` bounds the CPU spent by the prover process tree on one goal
+    by one strategy; ``tactic_seconds`` is the per-tactic timeout handed to the
+    prover (Coq ``Timeout``); ``grace_seconds`` is added on top of a tactic
+    timeout before the session is declared hung and killed.
+    """
+
+    cpu_seconds: float = 10.0
+    tactic_seconds: float = 2.0
+    grace_seconds: float = 5.0
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_seconds", "tactic_seconds", "grace_seconds"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"Budget.{name} must be positive, got {value!r}")
+
+
+#: the budget used when nothing else is configured
+DEFAULT_BUDGET = Budget()
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def fingerprint_of(statement: str, context: tuple[str, ...] = ()) -> str:
+    """A stable identifier of a goal: whitespace-normalised statement + context.
+
+    The declaration's name is not part of ``statement`` here, so renaming a
+    lemma keeps its fingerprint; changing an import or an enclosing section
+    variable changes it.
+    """
+    digest = hashlib.sha256()
+    digest.update(_normalise(statement).encode())
+    for item in context:
+        digest.update(b"\x00")
+        digest.update(_normalise(item).encode())
+    return digest.hexdigest()[:32]
+
+
+@dataclass(frozen=True, slots=True)
+class Goal:
+    """One hole in one file.
+
+    ``statement`` is the declaration sentence as written (``Lemma foo : ...``);
+    ``start``/``end`` are character offsets of the proof that will be replaced
+    (from the first proof sentence to the end of ``Admitted.``).
+    """
+
+    file: Path
+    line: int
+    name: str
+    statement: str
+    kind: HoleKind
+    fingerprint: str
+    language: str = "coq"
+    #: enclosing ``Module``/``Section`` names, outermost first
+    scope: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def qualified_name(self) -> str:
+        """The name as seen from outside the file (modules qualify, sections do not)."""
+        modules = [name for kind, name in self.scope if kind == "module"]
+        return ".".join([*modules, self.name])
+
+    def label(self) -> str:
+        return f"{self.file.name}:{self.line} {self.name}"

@@ -1,0 +1,1 @@
+"""Finding holes in user files and writing verified proofs back into them."""

@@ -1,0 +1,202 @@
+"""Finding holes in Coq files.
+
+A hole is a lemma-like declaration (``Lemma``, ``Theorem``, ``Fact``,
+``Remark``, ``Corollary``, ``Proposition``, ``Example``) whose proof ends with
+``Admitted.`` (possibly containing ``admit``). The scanner works on sentences
+(see :mod:`proof_orchestrator.coqsyntax`), so comments and strings can never
+fake a hole, and it tracks ``Module``/``Section`` nesting for qualified names
+and for the goal's context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..coqsyntax import Sentence, sentence_keyword, split_sentences
+from ..goals import Goal, HoleKind, fingerprint_of
+
+__all__ = [
+    "LEMMA_KEYWORDS",
+    "CoqHole",
+    "DeclaredProof",
+    "declared_axioms",
+    "iter_proofs",
+    "scan_coq_file",
+    "scan_coq_text",
+]
+
+#: declaration keywords that open a proof we may fill
+LEMMA_KEYWORDS = frozenset(
+    {"Lemma", "Theorem", "Fact", "Remark", "Corollary", "Proposition", "Example"}
+)
+_MODIFIERS = frozenset({"Local", "Global", "Polymorphic", "Monomorphic", "Program", "Private"})
+_ENDERS = frozenset({"Qed", "Defined", "Admitted", "Abort", "Save"})
+_CONTEXT_KEYWORDS = frozenset(
+    {"Require", "Import", "Export", "From", "Open", "Close", "Set", "Unset", "Declare"}
+)
+_SECTION_BINDERS = frozenset(
+    {"Variable", "Variables", "Hypothesis", "Hypotheses", "Context", "Let", "Implicit"}
+)
+_AXIOM_KEYWORDS = frozenset(
+    {"Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Conjectures"}
+)
+_ADMIT = re.compile(r"(?<![\w'.])admit(?![\w'])")
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredProof:
+    """A lemma-like declaration and its proof, whatever its ending."""
+
+    name: str
+    keyword: str
+    statement: Sentence
+    #: the proof's sentences, ``Proof.`` included, the ending included
+    proof: tuple[Sentence, ...]
+    ending: str
+    scope: tuple[tuple[str, str], ...]
+    context: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CoqHole:
+    """A hole and everything needed to open a session on it and to patch it."""
+
+    goal: Goal
+    #: offset up to which a session loads the file (statement and a kept ``Proof ...``)
+    prefix_end: int
+    #: the span that a patch replaces
+    proof_start: int
+    proof_end: int
+    #: a ``Proof using ...`` / ``Proof with ...`` sentence kept verbatim, or ``Proof.``
+    proof_opener: str
+    #: leading whitespace of the statement's first line
+    indent: str
+
+
+def _strip_modifiers(code: str) -> str:
+    stripped = re.sub(r"^(?:#\[[^\]]*\]\s*)+", "", code)
+    words = stripped.split(None, 1)
+    while words and words[0] in _MODIFIERS and len(words) > 1:
+        stripped = words[1]
+        words = stripped.split(None, 1)
+    return stripped
+
+
+def _declared_name(code: str) -> tuple[str, str, str] | None:
+    """(keyword, name, rest) for a lemma-like sentence, else None."""
+    match = re.match(r"([A-Z][a-z]+)\s+([A-Za-z_][\w']*)(.*)\Z", _strip_modifiers(code), re.S)
+    if match and match.group(1) in LEMMA_KEYWORDS:
+        return match.group(1), match.group(2), match.group(3)
+    return None
+
+
+def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
+    """Every lemma-like declaration with its proof, in file order."""
+    scope: list[tuple[str, str]] = []
+    context: list[str] = []
+    section_binders: list[list[str]] = []
+    i = 0
+    n = len(sentences)
+    while i < n:
+        sentence = sentences[i]
+        code = sentence.code
+        keyword = sentence_keyword(_strip_modifiers(code))
+        declared = _declared_name(code)
+        if declared is not None:
+            kw, name, _rest = declared
+            j = i + 1
+            while j < n and sentence_keyword(sentences[j].code) not in _ENDERS:
+                j += 1
+            if j >= n:
+                return  # unterminated proof at end of file: nothing safe to do
+            ending = sentence_keyword(sentences[j].code)
+            binders = tuple(b for level in section_binders for b in level)
+            yield DeclaredProof(
+                name=name,
+                keyword=kw,
+                statement=sentence,
+                proof=tuple(sentences[i + 1 : j + 1]),
+                ending=ending,
+                scope=tuple(scope),
+                context=(*context, *(f"{k}:{v}" for k, v in scope), *binders),
+            )
+            i = j + 1
+            continue
+        words = code.rstrip(".").split()
+        if keyword == "Section" and len(words) >= 2:
+            scope.append(("section", words[1]))
+            section_binders.append([])
+        elif keyword == "Module" and len(words) >= 2 and ":=" not in code:
+            name_index = 2 if words[1] in ("Import", "Export", "Type") else 1
+            if name_index < len(words):
+                scope.append(("module", words[name_index]))
+                section_binders.append([])
+        elif keyword == "End" and len(words) >= 2 and scope and scope[-1][1] == words[1]:
+            scope.pop()
+            section_binders.pop()
+        elif keyword in _SECTION_BINDERS and section_binders:
+            section_binders[-1].append(code)
+        elif keyword in _CONTEXT_KEYWORDS:
+            context.append(code)
+        i += 1
+
+
+def scan_coq_text(path: Path, text: str) -> list[CoqHole]:
+    """All holes in ``text`` (the content of ``path``)."""
+    holes: list[CoqHole] = []
+    for proof in iter_proofs(split_sentences(text)):
+        if proof.ending != "Admitted":
+            continue
+        kind = (
+            HoleKind.ADMIT
+            if any(_ADMIT.search(s.code) for s in proof.proof[:-1])
+            else HoleKind.ADMITTED
+        )
+        first = proof.proof[0]
+        opener_kept = sentence_keyword(first.code) == "Proof"
+        prefix_end = first.end if opener_kept else proof.statement.end
+        statement_code = proof.statement.code
+        declared = _declared_name(statement_code)
+        after_name = declared[2] if declared else statement_code
+        line_start = text.rfind("\n", 0, proof.statement.start) + 1
+        indent = re.match(r"[ \t]*", text[line_start:]).group()  # type: ignore[union-attr]
+        goal = Goal(
+            file=path,
+            line=text.count("\n", 0, proof.statement.start) + 1,
+            name=proof.name,
+            statement=statement_code,
+            kind=kind,
+            fingerprint=fingerprint_of(after_name, proof.context),
+            language="coq",
+            scope=proof.scope,
+        )
+        holes.append(
+            CoqHole(
+                goal=goal,
+                prefix_end=prefix_end,
+                proof_start=first.start,
+                proof_end=proof.proof[-1].end,
+                proof_opener=first.code if opener_kept else "Proof.",
+                indent=indent,
+            )
+        )
+    return holes
+
+
+def declared_axioms(text: str) -> frozenset[str]:
+    """Short names of the axioms/parameters a file declares itself."""
+    names: set[str] = set()
+    for sentence in split_sentences(text):
+        code = _strip_modifiers(sentence.code)
+        if sentence_keyword(code) in _AXIOM_KEYWORDS:
+            body = code.split(None, 1)[1] if " " in code else ""
+            head = body.split(":", 1)[0]
+            names.update(re.findall(r"[A-Za-z_][\w']*", head.replace("(", " ").replace(")", " ")))
+    return frozenset(names)
+
+
+def scan_coq_file(path: Path) -> list[CoqHole]:
+    return scan_coq_text(path, path.read_text(encoding="utf-8"))

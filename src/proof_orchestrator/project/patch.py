@@ -1,0 +1,71 @@
+"""Writing proofs into files: splicing, and atomic replacement of the file.
+
+A file is only ever replaced through a temporary file in the same directory
+and ``os.replace``, after the caller has verified the new content; a crash at
+any moment leaves either the old file or the new one, never a mix. Before the
+rename, the file on disk is compared with the text the proofs were found for:
+if the user edited it meanwhile, nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..coqscript import format_script
+from ..errors import FileChangedError
+from .coq_holes import CoqHole
+
+__all__ = ["Patch", "apply_patches", "write_atomic"]
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    hole: CoqHole
+    sentences: tuple[str, ...]
+
+    def replacement(self) -> str:
+        indent = self.hole.indent
+        body = format_script(self.sentences, indent + "  ")
+        return f"{self.hole.proof_opener}\n{body}\n{indent}Qed."
+
+
+def apply_patches(text: str, patches: Sequence[Patch]) -> str:
+    """Replace each patched hole's proof span; every other byte stays as it was."""
+    ordered = sorted(patches, key=lambda p: p.hole.proof_start, reverse=True)
+    for earlier, later in zip(ordered[1:], ordered, strict=False):
+        if earlier.hole.proof_end > later.hole.proof_start:
+            raise ValueError("overlapping patches")
+    for patch in ordered:
+        text = text[: patch.hole.proof_start] + patch.replacement() + text[patch.hole.proof_end :]
+    return text
+
+
+def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
+    """Replace ``path``'s content with ``new_text`` if it still holds ``expected_old``."""
+    current = path.read_text(encoding="utf-8")
+    if current != expected_old:
+        raise FileChangedError(f"{path} changed on disk while proofs were searched; not writing it")
+    mode = path.stat().st_mode & 0o7777
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".orch-tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(new_text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,160 @@
+"""The prover seam: what a strategy may do with a prover, whatever the prover.
+
+A :class:`ProofSession` is opened at one hole (the file's content up to and
+including the statement). It runs tactics, hands out :class:`ProofState`
+handles, and goes back to any earlier handle. Whole-file verification is a
+separate object, :class:`Verifier`, because it answers a different question
+(does the *file* compile with this proof, and does it assume nothing new?).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..goals import Goal
+
+__all__ = [
+    "Candidate",
+    "ProofSession",
+    "ProofState",
+    "Prover",
+    "TacticResult",
+    "TacticStatus",
+    "Verdict",
+    "VerificationResult",
+    "Verifier",
+]
+
+
+class TacticStatus(str, enum.Enum):
+    """What happened to one tactic sent to a session."""
+
+    #: no goals remain: the proof can be closed
+    COMPLETE = "complete"
+    #: the tactic worked and goals remain
+    GOALS = "goals"
+    #: the prover rejected the tactic (message in ``TacticResult.message``)
+    FAILED = "failed"
+    #: the tactic ran out of time (the prover's own timeout or the hard guard)
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class ProofState:
+    """A handle on a proof state inside one session.
+
+    ``script`` is the list of sentences from the hole to this state; it lets a
+    session rebuild the state in a fresh prover if the old one had to be killed.
+    """
+
+    script: tuple[str, ...]
+    #: an opaque, prover-specific token (Coq: the coqtop state number)
+    token: int
+    #: which prover process handed the token out
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class TacticResult:
+    """The typed reply to one tactic."""
+
+    status: TacticStatus
+    #: the state after the tactic (the unchanged state when it failed)
+    state: ProofState
+    #: remaining goals as the prover prints them (empty when complete or failed)
+    goals: tuple[str, ...] = ()
+    #: the prover's message for FAILED / TIMEOUT
+    message: str = ""
+    #: CPU seconds the prover spent on this tactic
+    cpu_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (TacticStatus.COMPLETE, TacticStatus.GOALS)
+
+
+class ProofSession(Protocol):
+    """An open proof of one goal."""
+
+    @property
+    def root(self) -> ProofState:
+        """The state right after the statement."""
+
+    async def run_tactic(
+        self, tactic: str, state: ProofState | None = None, *, timeout: float
+    ) -> TacticResult:
+        """Run one sentence from ``state`` (default: the current state)."""
+
+    async def run_script(
+        self, sentences: Sequence[str], state: ProofState | None = None, *, timeout: float
+    ) -> TacticResult:
+        """Run several sentences in order, stopping at the first failure."""
+
+    async def back_to(self, state: ProofState) -> None:
+        """Make ``state`` current again."""
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds used by this session's prover processes so far."""
+
+
+class Prover(Protocol):
+    """Opens sessions on goals of one project."""
+
+    name: str
+
+    async def version(self) -> str: ...
+
+    def session(self, goal: Goal, source: str) -> AbstractAsyncContextManager[ProofSession]:
+        """A session positioned at ``goal`` in ``source`` (the file's current text)."""
+
+    async def aclose(self) -> None: ...
+
+
+class Verdict(str, enum.Enum):
+    """The verifier's answer for one candidate proof."""
+
+    #: the file compiles and the proof assumes nothing new
+    ACCEPTED = "accepted"
+    #: the patched file does not compile
+    DOES_NOT_COMPILE = "does_not_compile"
+    #: the file compiles but the proof relies on a new assumption
+    NEW_ASSUMPTIONS = "new_assumptions"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A proof script for one goal, proposed by a strategy."""
+
+    goal: Goal
+    sentences: tuple[str, ...]
+    strategy: str
+
+
+@dataclass(frozen=True, slots=True)
+class VerificationResult:
+    verdict: Verdict
+    #: the compiler's output when it failed, or the offending assumptions
+    detail: str = ""
+    new_assumptions: tuple[str, ...] = field(default=())
+    cpu_seconds: float = 0.0
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is Verdict.ACCEPTED
+
+
+class Verifier(Protocol):
+    """Checks whole files."""
+
+    async def compiles(self, path: Path, text: str) -> tuple[bool, str]:
+        """Does ``text`` compile as the content of ``path``? Returns (ok, output)."""
+
+    async def verify(
+        self, path: Path, original: str, patched: str, goals: Sequence[Goal]
+    ) -> VerificationResult:
+        """Recompile ``patched`` and audit the axioms of ``goals`` against ``original``."""

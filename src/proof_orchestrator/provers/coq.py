@@ -1,0 +1,341 @@
+"""The Coq backend: proof sessions on a warm ``coqtop``.
+
+:class:`CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for one
+project (one set of ``-Q``/``-R`` flags). A session positions a process at a
+hole by sending the file's sentences up to the statement; the process
+remembers what it loaded, so the next hole of the same file (or any file with
+the same opening) only sends what differs, after a ``BackTo``.
+
+Every tactic runs under Coq's ``Timeout``; on top of that, a hard wall-clock
+guard (timeout + grace) kills a process that stops answering. The session
+then starts a fresh process, reloads the hole, and reports ``TIMEOUT`` for
+the tactic, so a strategy never sees a dead prover. A process is retired
+after ``max_uses`` sessions or once its resident memory passes ``rss_cap``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from ..coqsyntax import split_sentences
+from ..errors import ProjectError, ProverError, ProverHung, SessionClosed
+from ..goals import Goal
+from .base import ProofState, TacticResult, TacticStatus
+from .coqtop import CoqTop
+
+__all__ = ["CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
+
+_NO_MORE_GOALS = re.compile(r"^No more goals\.$", re.M)
+_GOAL_COUNT = re.compile(r"^(\d+) goals?\b", re.M)
+
+
+class PrefixError(ProjectError):
+    """The file's text before a hole does not load in coqtop."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoqSettings:
+    """Knobs of the Coq backend, with their defaults."""
+
+    coqtop: str = "coqtop"
+    coqc: str = "coqc"
+    #: seconds to wait for coqtop's first prompt
+    start_timeout: float = 60.0
+    #: per-sentence guard while loading a file's prefix (long Qed's live there)
+    load_timeout: float = 600.0
+    #: added to a tactic's timeout before the process is declared hung
+    grace: float = 5.0
+    #: a process serves at most this many sessions
+    max_uses: int = 200
+    #: a process above this resident size is retired after its session
+    rss_cap: int = 2 * 1024**3
+    #: idle processes kept per prover
+    max_idle: int = 2
+
+
+@dataclass(slots=True)
+class _Loaded:
+    """What a coqtop has loaded: sentence codes and the state after each."""
+
+    base: int
+    codes: list[str]
+    states: list[int]
+    uses: int = 0
+
+
+class CoqSession:
+    """A proof of one goal in one coqtop. Made by :meth:`CoqProver.session`."""
+
+    def __init__(self, prover: CoqProver, goal: Goal, prefix: Sequence[str]) -> None:
+        self._prover = prover
+        self.goal = goal
+        self._prefix = list(prefix)
+        self._top: CoqTop | None = None
+        self._generation = 0
+        self._root: ProofState | None = None
+        self._current: ProofState | None = None
+        self._cpu_spent = 0.0
+        self._closed = False
+        #: number of times the process was replaced during this session
+        self.replacements = 0
+
+    # -- opening and closing ----------------------------------------------
+
+    async def _open(self) -> None:
+        self._top = await self._prover._acquire()
+        self._generation += 1
+        root_token = await self._prover._load(self._top, self._prefix)
+        self._root = ProofState((), root_token, self._generation)
+        self._current = self._root
+
+    async def _replace_process(self) -> None:
+        if self._top is not None:
+            self._cpu_spent += self._top.cpu_seconds()
+            await self._top.aclose()
+        self._top = None
+        self.replacements += 1
+        await self._open()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        top, self._top = self._top, None
+        if top is not None:
+            self._cpu_spent += top.cpu_seconds()
+            await self._prover._release(top)
+
+    # -- the ProofSession protocol ----------------------------------------
+
+    @property
+    def root(self) -> ProofState:
+        if self._root is None:
+            raise SessionClosed("the session is not open")
+        return self._root
+
+    @property
+    def current(self) -> ProofState:
+        if self._current is None:
+            raise SessionClosed("the session is not open")
+        return self._current
+
+    def cpu_seconds(self) -> float:
+        live = self._top.cpu_seconds() if self._top is not None else 0.0
+        return self._cpu_spent + live
+
+    def _require_top(self) -> CoqTop:
+        if self._closed or self._top is None:
+            raise SessionClosed(f"session on {self.goal.name} is closed")
+        return self._top
+
+    async def back_to(self, state: ProofState) -> None:
+        top = self._require_top()
+        if self._current == state:
+            return
+        if state.generation == self._generation:
+            reply = await top.send(f"BackTo {state.token}.", self._prover.settings.load_timeout)
+            if reply.state != state.token:
+                raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
+            self._current = state
+            return
+        # the state belongs to a process that was replaced: rebuild it
+        await self.back_to(self.root)
+        result = await self.run_script(state.script, self.root, timeout=self._prover.settings.load_timeout)
+        if not result.ok:
+            raise ProverError(f"could not rebuild a proof state after a restart: {result.message}")
+
+    async def run_tactic(
+        self, tactic: str, state: ProofState | None = None, *, timeout: float
+    ) -> TacticResult:
+        top = self._require_top()
+        origin = state if state is not None else self.current
+        await self.back_to(origin)
+        parts = split_sentences(tactic)
+        if len(parts) != 1:
+            raise ValueError(f"run_tactic takes one sentence, got {len(parts)}: {tactic!r}")
+        sentence = parts[0]
+        code = sentence.code
+        seconds = max(1, math.ceil(timeout))
+        line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
+        try:
+            reply = await top.send(line, seconds + self._prover.settings.grace)
+        except ProverHung as exc:
+            await self._replace_process()
+            return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))
+        if reply.state == origin.token:
+            status = TacticStatus.TIMEOUT if reply.wall_seconds >= seconds * 0.95 else TacticStatus.FAILED
+            return TacticResult(status, origin, message=reply.output, cpu_seconds=reply.cpu_seconds)
+        new_state = ProofState((*origin.script, code), reply.state, self._generation)
+        self._current = new_state
+        if _NO_MORE_GOALS.search(reply.output):
+            return TacticResult(TacticStatus.COMPLETE, new_state, cpu_seconds=reply.cpu_seconds)
+        return TacticResult(
+            TacticStatus.GOALS, new_state, goals=_split_goals(reply.output), cpu_seconds=reply.cpu_seconds
+        )
+
+    async def run_script(
+        self, sentences: Sequence[str], state: ProofState | None = None, *, timeout: float
+    ) -> TacticResult:
+        current = state if state is not None else self.current
+        result: TacticResult | None = None
+        cpu = 0.0
+        for sentence in sentences:
+            result = await self.run_tactic(sentence, current, timeout=timeout)
+            cpu += result.cpu_seconds
+            if not result.ok:
+                break
+            current = result.state
+        if result is None:
+            raise ValueError("run_script needs at least one sentence")
+        return TacticResult(result.status, result.state, result.goals, result.message, cpu)
+
+    async def locate_ltac(self, qualified: str) -> str | None:
+        """The name under which Ltac ``qualified`` is usable here, or None if it is not loaded.
+
+        ``Locate Ltac lia`` lists ``Ltac Coq.micromega.Lia.lia`` and, when the
+        short name does not reach it, the shorter name that does.
+        """
+        top = self._require_top()
+        origin = self.current
+        basename = qualified.rsplit(".", 1)[-1]
+        reply = await top.send(f"Locate Ltac {basename}.", self._prover.settings.load_timeout)
+        await self._return_after_query(top, origin)
+        lines = reply.output.splitlines()
+        for index, line in enumerate(lines):
+            if line.strip() == f"Ltac {qualified}":
+                nxt = lines[index + 1].strip() if index + 1 < len(lines) else ""
+                shorter = re.match(r"\(shorter name to refer to it in current context is (\S+)\)", nxt)
+                if shorter:
+                    return shorter.group(1)
+                return basename if index == 0 else qualified
+        return None
+
+    async def _return_after_query(self, top: CoqTop, origin: ProofState) -> None:
+        """A query advanced coqtop's state number; go back to ``origin``."""
+        reply = await top.send(f"BackTo {origin.token}.", self._prover.settings.load_timeout)
+        if reply.state != origin.token:
+            raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
+        self._current = origin
+
+    def _rebased(self, state: ProofState) -> ProofState:
+        """After a restart: the same script, marked as belonging to no live process.
+
+        :meth:`back_to` rebuilds such a state from the new root when it is used.
+        """
+        if not state.script:
+            return self.root
+        return ProofState(state.script, token=-1, generation=-1)
+
+
+def _split_goals(output: str) -> tuple[str, ...]:
+    """Goals from coqtop's display: the first with hypotheses, the others as conclusions."""
+    text = output.strip()
+    if not text:
+        return ()
+    blocks = re.split(r"\n\s*goal \d+ \(ID \d+\) is:\n", text)
+    first = re.sub(r"^\d+ goals? \(ID \d+\)\s*\n", "", blocks[0]).strip("\n")
+    return tuple(b.strip() for b in [first, *blocks[1:]] if b.strip())
+
+
+class CoqProver:
+    """Sessions on holes of one Coq project."""
+
+    name = "coq"
+
+    def __init__(self, flags: Sequence[str] = (), *, cwd: str | None = None,
+                 settings: CoqSettings | None = None) -> None:
+        self.flags = tuple(flags)
+        self.cwd = cwd
+        self.settings = settings or CoqSettings()
+        self._idle: list[tuple[CoqTop, _Loaded]] = []
+        self._loaded: dict[int, _Loaded] = {}
+        self._closed = False
+        #: processes started over the prover's life
+        self.started = 0
+
+    async def version(self) -> str:
+        from .process import run_command
+
+        run = await run_command([self.settings.coqtop, "--version"], timeout=30)
+        first = run.output.splitlines()[0] if run.output else ""
+        match = re.search(r"version (\S+)", first)
+        return match.group(1) if match else first
+
+    @asynccontextmanager
+    async def session(self, goal: Goal, source: str, prefix_end: int) -> AsyncIterator[CoqSession]:
+        """A session at ``goal``: ``source[:prefix_end]`` is loaded first."""
+        prefix = [s.code for s in split_sentences(source[:prefix_end])]
+        session = CoqSession(self, goal, prefix)
+        try:
+            await session._open()
+            yield session
+        finally:
+            await session.aclose()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for top, _ in idle:
+            await top.aclose()
+
+    # -- the pool ----------------------------------------------------------
+
+    async def _acquire(self) -> CoqTop:
+        if self._closed:
+            raise SessionClosed("the Coq prover was closed")
+        while self._idle:
+            top, loaded = self._idle.pop()
+            if top.alive:
+                self._loaded[id(top)] = loaded
+                return top
+            await top.aclose()
+        top = CoqTop(self.flags, cwd=self.cwd, executable=self.settings.coqtop,
+                     start_timeout=self.settings.start_timeout)
+        await top.start()
+        self.started += 1
+        self._loaded[id(top)] = _Loaded(base=top.current, codes=[], states=[])
+        return top
+
+    async def _release(self, top: CoqTop) -> None:
+        loaded = self._loaded.pop(id(top), None)
+        if loaded is None or not top.alive or self._closed:
+            await top.aclose()
+            return
+        loaded.uses += 1
+        if (
+            loaded.uses >= self.settings.max_uses
+            or top.rss_bytes() > self.settings.rss_cap
+            or len(self._idle) >= self.settings.max_idle
+        ):
+            await top.aclose()
+            return
+        self._idle.append((top, loaded))
+
+    async def _load(self, top: CoqTop, prefix: Sequence[str]) -> int:
+        """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
+        loaded = self._loaded[id(top)]
+        common = 0
+        for have, want in zip(loaded.codes, prefix, strict=False):
+            if have != want:
+                break
+            common += 1
+        target = loaded.states[common - 1] if common else loaded.base
+        if top.current != target:
+            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout)
+            if reply.state != target:
+                raise ProverError(f"BackTo {target} landed on state {reply.state}")
+        del loaded.codes[common:]
+        del loaded.states[common:]
+        for code in prefix[common:]:
+            before = top.current
+            reply = await top.send(code, self.settings.load_timeout)
+            if reply.state == before:
+                raise PrefixError(f"the file does not load up to the hole: {code[:80]!r} fails: "
+                                  f"{reply.output.strip()[-400:]}")
+            loaded.codes.append(code)
+            loaded.states.append(reply.state)
+        return top.current

@@ -1,0 +1,181 @@
+"""Whole-file verification for Coq: recompile, then audit the axioms.
+
+The patched text is written to a scratch directory under the same file name
+and compiled with ``coqc`` and the project's flags, plus ``-Q SCRATCH
+OrchCheck`` so that the result can be loaded as ``OrchCheck.<stem>``. Then a
+fresh ``coqtop`` requires that module and runs ``Print Assumptions`` on every
+proved lemma. The same is done once for the original text; a lemma is
+accepted only if its assumptions are a subset of
+
+* the assumptions its statement already had in the original file (minus the
+  lemma itself, which ``Admitted`` made an axiom), and
+* the axioms the file declares itself (``Axiom``, ``Parameter``, ...).
+
+So a proof that leans on another ``Admitted`` lemma, on a library axiom the
+original did not use, or on disabled guard checking is rejected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProverError
+from ..goals import Goal
+from .base import Verdict, VerificationResult
+from .coqtop import CoqTop
+from .process import run_command
+
+__all__ = ["CoqVerifier", "parse_assumptions"]
+
+_LOGICAL_ROOT = "OrchCheck"
+_HEADER = re.compile(r"^[A-Z][^:]*:$")
+
+
+def parse_assumptions(output: str) -> frozenset[str]:
+    """The assumptions listed by ``Print Assumptions``, one key each.
+
+    ``name : type`` entries give ``name``; other entries (``X is assumed to be
+    guarded.``) are kept whole, prefixed by their header when it is not
+    ``Axioms:``.
+    """
+    keys: set[str] = set()
+    header = ""
+    for line in output.splitlines():
+        if not line.strip() or line.startswith((" ", "\t")):
+            continue
+        if line.startswith("<infomsg>") or line.startswith("</infomsg>"):
+            continue
+        if line.strip() == "Closed under the global context":
+            continue
+        if _HEADER.match(line):
+            header = line
+            continue
+        if " : " in line and header in ("Axioms:", "Section Variables:", ""):
+            keys.add(line.split(" : ", 1)[0].strip())
+        elif header in ("Axioms:", ""):
+            keys.add(line.strip())
+        else:
+            keys.add(f"{header} {line.strip()}")
+    return frozenset(key.removeprefix(f"{_LOGICAL_ROOT}.") for key in keys)
+
+
+@dataclass(slots=True)
+class _Build:
+    ok: bool
+    output: str
+    directory: Path
+    cpu_seconds: float
+
+
+class CoqVerifier:
+    """Compiles candidate files and audits their axioms. Call :meth:`aclose` when done."""
+
+    def __init__(
+        self,
+        flags: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        coqc: str = "coqc",
+        coqtop: str = "coqtop",
+        compile_timeout: float = 900.0,
+    ) -> None:
+        self.flags = tuple(flags)
+        self.cwd = cwd
+        self.coqc = coqc
+        self.coqtop = coqtop
+        self.compile_timeout = compile_timeout
+        self._builds: dict[str, _Build] = {}
+        #: CPU seconds spent by coqc and coqtop in this verifier
+        self.cpu_seconds = 0.0
+        #: number of coqc runs
+        self.compilations = 0
+
+    async def aclose(self) -> None:
+        builds, self._builds = self._builds, {}
+        for build in builds.values():
+            shutil.rmtree(build.directory, ignore_errors=True)
+
+    async def _build(self, path: Path, text: str) -> _Build:
+        key = hashlib.sha256(f"{path.name}\x00{text}".encode()).hexdigest()
+        cached = self._builds.get(key)
+        if cached is not None:
+            return cached
+        directory = Path(tempfile.mkdtemp(prefix="orch-verify-"))
+        target = directory / path.name
+        target.write_text(text, encoding="utf-8")
+        run = await run_command(
+            [self.coqc, *self.flags, "-Q", str(directory), _LOGICAL_ROOT, str(target)],
+            cwd=self.cwd or str(path.parent),
+            timeout=self.compile_timeout,
+        )
+        self.compilations += 1
+        self.cpu_seconds += run.cpu_seconds
+        build = _Build(run.returncode == 0, run.output, directory, run.cpu_seconds)
+        self._builds[key] = build
+        return build
+
+    async def compiles(self, path: Path, text: str) -> tuple[bool, str]:
+        build = await self._build(path, text)
+        return build.ok, build.output
+
+    async def _assumptions(self, path: Path, build: _Build, names: Sequence[str]) -> dict[str, frozenset[str]]:
+        module = f"{_LOGICAL_ROOT}.{path.stem}"
+        flags = [*self.flags, "-Q", str(build.directory), _LOGICAL_ROOT]
+        result: dict[str, frozenset[str]] = {}
+        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
+            before = top.current
+            reply = await top.send(f"Require {module}.", self.compile_timeout)
+            if reply.state == before:
+                raise ProverError(f"cannot load the compiled {module}: {reply.output}")
+            for name in names:
+                before = top.current
+                reply = await top.send(f"Print Assumptions {module}.{name}.", self.compile_timeout)
+                if reply.state == before:
+                    # the name does not exist in the compiled file: treat as unverifiable
+                    result[name] = frozenset({f"<missing {name}: {reply.output.strip()[:200]}>"})
+                else:
+                    result[name] = parse_assumptions(reply.output)
+            self.cpu_seconds += top.cpu_seconds()
+        return result
+
+    async def verify(
+        self,
+        path: Path,
+        original: str,
+        patched: str,
+        goals: Sequence[Goal],
+        declared_axioms: frozenset[str] = frozenset(),
+    ) -> VerificationResult:
+        build = await self._build(path, patched)
+        if not build.ok:
+            return VerificationResult(Verdict.DOES_NOT_COMPILE, build.output.strip()[-2000:],
+                                      cpu_seconds=build.cpu_seconds)
+        base_build = await self._build(path, original)
+        if not base_build.ok:
+            return VerificationResult(Verdict.DOES_NOT_COMPILE,
+                                      "the original file does not compile: " + base_build.output[-1000:])
+        names = [goal.qualified_name for goal in goals]
+        after = await self._assumptions(path, build, names)
+        before = await self._assumptions(path, base_build, names)
+        stem = path.stem
+        offending: list[str] = []
+        for name in names:
+            own = f"{stem}.{name}"
+            allowed = set(before[name]) - {own, name}
+            for key in after[name]:
+                if key in allowed:
+                    continue
+                local = key.startswith(f"{stem}.") and " " not in key
+                if local and key.rsplit(".", 1)[-1] in declared_axioms and key != own:
+                    continue
+                offending.append(f"{name}: {key}")
+        if offending:
+            return VerificationResult(Verdict.NEW_ASSUMPTIONS, "; ".join(offending),
+                                      tuple(offending), build.cpu_seconds)
+        return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)

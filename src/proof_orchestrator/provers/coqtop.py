@@ -1,0 +1,282 @@
+"""One ``coqtop -emacs`` process driven over pipes.
+
+Protocol facts this driver relies on (checked against Coq 8.16):
+
+* prompts and error messages go to stderr, goals to stdout; the two are merged
+  into one pipe so that their order is preserved;
+* every sentence read produces exactly one prompt,
+  ``<prompt>NAME < STATE |PROOFS| DEPTH < </prompt>``;
+* a sentence that fails leaves ``STATE`` unchanged, one that succeeds raises
+  it (``BackTo N`` sets it to ``N``);
+* after an error coqtop discards the rest of the input line.
+
+So the driver sends exactly one sentence per line and frames replies by
+prompt. A background reader task cuts the byte stream into replies and puts
+them on a queue; a reply that nobody asked for (the stream is out of step with
+the requests) is found on the queue before the next request is written, and
+the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from ..coqsyntax import split_sentences
+from ..errors import (
+    ProverCrashed,
+    ProverDesync,
+    ProverHung,
+    ProverReplyTooLarge,
+    ProverStartError,
+    SessionClosed,
+    SourceSyntaxError,
+)
+from .process import spawn, stop_process, tree_cpu_seconds
+
+__all__ = ["CoqTop", "CoqTopState", "Reply"]
+
+_PROMPT = re.compile(rb"<prompt>(.*?) < (\d+) \|(.*?)\| (\d+) < </prompt>")
+
+#: largest reply accepted from coqtop, in bytes
+DEFAULT_REPLY_CAP = 16 * 1024**2
+
+
+class CoqTopState(str, enum.Enum):
+    #: created, not started
+    UNOPENED = "unopened"
+    #: started and answering
+    OPEN = "open"
+    #: stopped (normally, or killed after a fault)
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """Everything coqtop printed for one sentence, and the prompt that ended it."""
+
+    output: str
+    state: int
+    proof: str
+    wall_seconds: float
+    cpu_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Fault:
+    error: Exception
+
+
+class CoqTop:
+    """Owner of one coqtop process. Use as ``async with CoqTop(...) as top``."""
+
+    def __init__(
+        self,
+        flags: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        executable: str = "coqtop",
+        start_timeout: float = 60.0,
+        reply_cap: int = DEFAULT_REPLY_CAP,
+    ) -> None:
+        self._argv = [executable, "-q", "-emacs", *flags]
+        self._cwd = cwd
+        self._start_timeout = start_timeout
+        self._reply_cap = reply_cap
+        self._proc: asyncio.subprocess.Process | None = None
+        self._replies: asyncio.Queue[Reply | _Fault] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self.state = CoqTopState.UNOPENED
+        #: state number of the last prompt
+        self.current = 0
+        #: number of sentences sent
+        self.requests = 0
+        #: why the process was killed, if it was
+        self.fault: Exception | None = None
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def __aenter__(self) -> CoqTop:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        if self.state is not CoqTopState.UNOPENED:
+            raise SessionClosed(f"cannot restart a coqtop in state {self.state.value}; make a new one")
+        self._proc = await spawn(self._argv, cwd=self._cwd)
+        self.state = CoqTopState.OPEN
+        self._reader = asyncio.create_task(self._read_loop(), name=f"coqtop-reader-{self._proc.pid}")
+        try:
+            first = await self._next_reply(self._start_timeout)
+        except ProverHung as exc:
+            raise ProverStartError(
+                f"coqtop did not show its first prompt within {self._start_timeout:.0f}s"
+            ) from exc
+        except ProverCrashed as exc:
+            raise ProverStartError(f"coqtop exited at start-up: {exc}") from exc
+        self.current = first.state
+
+    async def aclose(self) -> None:
+        """Stop the process and the reader. Idempotent."""
+        if self.state is CoqTopState.CLOSED:
+            return
+        self.state = CoqTopState.CLOSED
+        if self._proc is not None:
+            await stop_process(self._proc)
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._proc.returncode if self._proc is not None else None
+
+    @property
+    def alive(self) -> bool:
+        return self.state is CoqTopState.OPEN and self.fault is None
+
+    def cpu_seconds(self) -> float:
+        return tree_cpu_seconds(self._proc.pid) if self._proc is not None else 0.0
+
+    def rss_bytes(self) -> int:
+        if self._proc is None or self._proc.returncode is not None:
+            return 0
+        try:
+            return int(psutil.Process(self._proc.pid).memory_info().rss)
+        except psutil.NoSuchProcess:
+            return 0
+
+    # -- protocol ----------------------------------------------------------
+
+    async def send(self, sentence: str, timeout: float) -> Reply:
+        """Send one sentence and wait for its prompt.
+
+        ``timeout`` is the hard wall-clock guard: if the prompt has not come by
+        then, the process group is killed and :class:`ProverHung` is raised.
+        """
+        line = _one_sentence_line(sentence)
+        async with self._lock:
+            self._check_usable()
+            if not self._replies.empty():
+                await self._poison(ProverDesync("coqtop sent a reply nobody asked for; killed it"))
+            proc = self._proc
+            if proc is None or proc.stdin is None:
+                raise SessionClosed("coqtop has no input pipe")
+            cpu_before = self.cpu_seconds()
+            started = time.monotonic()
+            try:
+                proc.stdin.write(line.encode() + b"\n")
+                await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
+            self.requests += 1
+            reply = await self._next_reply(timeout)
+            reply = Reply(
+                output=reply.output,
+                state=reply.state,
+                proof=reply.proof,
+                wall_seconds=time.monotonic() - started,
+                cpu_seconds=max(self.cpu_seconds() - cpu_before, 0.0),
+            )
+            self.current = reply.state
+            return reply
+
+    async def write_raw(self, data: str) -> None:
+        """Write bytes without framing. Only for tests that provoke a desync."""
+        if self._proc is None or self._proc.stdin is None:
+            raise SessionClosed("coqtop is not running")
+        self._proc.stdin.write(data.encode())
+        await self._proc.stdin.drain()
+
+    async def interrupt_and_kill(self, reason: Exception) -> None:
+        """Kill the process (used when a caller gives up on it)."""
+        self.fault = reason
+        await self.aclose()
+
+    # -- internals ---------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self.state is not CoqTopState.OPEN:
+            raise SessionClosed(f"coqtop is {self.state.value}; start a new one")
+        if self.fault is not None:
+            raise SessionClosed(f"coqtop was killed earlier ({self.fault}); start a new one")
+
+    async def _poison(self, error: Exception) -> None:
+        self.fault = error
+        await self.aclose()
+        raise error
+
+    async def _next_reply(self, timeout: float) -> Reply:
+        try:
+            item = await asyncio.wait_for(self._replies.get(), timeout)
+        except TimeoutError:
+            await self._poison(
+                ProverHung(f"coqtop gave no prompt within {timeout:.1f}s; its process group was killed")
+            )
+            raise  # unreachable: _poison raises
+        if isinstance(item, _Fault):
+            await self._poison(item.error)
+            raise item.error  # unreachable
+        return item
+
+    async def _read_loop(self) -> None:
+        proc = self._proc
+        if proc is None or proc.stdout is None:
+            return
+        buffer = b""
+        while True:
+            chunk = await proc.stdout.read(65536)
+            if not chunk:
+                tail = buffer.decode(errors="replace").strip()
+                await self._replies.put(
+                    _Fault(ProverCrashed(f"coqtop exited (EOF); last output: {tail[-500:]!r}"))
+                )
+                return
+            buffer += chunk
+            while True:
+                match = _PROMPT.search(buffer)
+                if match is None:
+                    break
+                output = buffer[: match.start()].decode(errors="replace")
+                buffer = buffer[match.end() :]
+                await self._replies.put(
+                    Reply(
+                        output=output.strip("\n"),
+                        state=int(match.group(2)),
+                        proof=match.group(1).decode(errors="replace"),
+                        wall_seconds=0.0,
+                        cpu_seconds=0.0,
+                    )
+                )
+            if len(buffer) > self._reply_cap:
+                await self._replies.put(
+                    _Fault(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
+                )
+                return
+
+
+def _one_sentence_line(sentence: str) -> str:
+    """Check that ``sentence`` is exactly one sentence and put it on one line."""
+    try:
+        parts = split_sentences(sentence)
+    except SourceSyntaxError as exc:
+        raise ValueError(f"not a complete Coq sentence: {sentence!r} ({exc})") from exc
+    if len(parts) != 1:
+        raise ValueError(f"expected exactly one Coq sentence, got {len(parts)}: {sentence!r}")
+    return parts[0].code

@@ -1,0 +1,148 @@
+"""Starting and stopping prover child processes.
+
+Every child runs in its own process group (``start_new_session=True``) so
+that Ctrl-C in the terminal does not reach it and so that stopping it also
+stops whatever it started (CoqHammer's ATPs, for instance). Stopping is
+SIGTERM to the group, a grace period, SIGKILL to the group, and always a
+``wait()`` so that no zombie is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import shutil
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+from ..errors import ProverHung, ProverNotFound
+
+__all__ = ["DEFAULT_MEMORY_LIMIT", "CompletedRun", "run_command", "spawn", "stop_process", "tree_cpu_seconds"]
+
+#: address-space cap for one prover process (bytes); ``ORCH_PROVER_MEMORY_MB`` overrides
+DEFAULT_MEMORY_LIMIT = 4 * 1024**3
+
+
+def memory_limit() -> int:
+    raw = os.environ.get("ORCH_PROVER_MEMORY_MB")
+    return int(raw) * 1024**2 if raw else DEFAULT_MEMORY_LIMIT
+
+
+def _limit_memory(limit: int) -> None:
+    # runs in the child between fork and exec
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+def resolve(executable: str) -> str:
+    path = shutil.which(executable)
+    if path is None:
+        raise ProverNotFound(
+            f"{executable!r} is not on PATH. Install Coq (Debian: apt-get install coq) "
+            "or put its bin directory on PATH; `orch doctor` lists what is missing."
+        )
+    return path
+
+
+async def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str | None = None,
+    env: Mapping[str, str] | None = None,
+    merge_stderr: bool = True,
+) -> asyncio.subprocess.Process:
+    """Start ``argv`` in its own session with pipes and a memory cap."""
+    limit = memory_limit()
+    return await asyncio.create_subprocess_exec(
+        resolve(argv[0]),
+        *argv[1:],
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        preexec_fn=lambda: _limit_memory(limit),
+    )
+
+
+async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> None:
+    """SIGTERM the process group, wait ``grace`` seconds, SIGKILL it, then reap.
+
+    Safe to call twice and on a process that already exited. Never raises for
+    a process that is already gone.
+    """
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+    # also kill stragglers left in the group after the leader exited
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.stdin is not None and not proc.stdin.is_closing():
+        proc.stdin.close()
+    await proc.wait()
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its live descendants and reaped children."""
+    try:
+        root = psutil.Process(pid)
+        times = root.cpu_times()
+        total = times.user + times.system + times.children_user + times.children_system
+        for child in root.children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                ct = child.cpu_times()
+                total += ct.user + ct.system
+        return total
+    except psutil.NoSuchProcess:
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedRun:
+    returncode: int
+    output: str
+    cpu_seconds: float
+    wall_seconds: float
+
+
+async def run_command(
+    argv: Sequence[str], *, cwd: str | None = None, timeout: float, input_text: str | None = None
+) -> CompletedRun:
+    """Run a batch command to completion with a wall-clock limit.
+
+    CPU time comes from ``wait4``-style rusage of reaped children, measured as
+    the difference in this process's ``RUSAGE_CHILDREN`` around the run.
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc = await spawn(argv, cwd=cwd)
+    try:
+        stdout, _ = await asyncio.wait_for(
+            proc.communicate(input_text.encode() if input_text is not None else None), timeout
+        )
+    except TimeoutError as exc:
+        await stop_process(proc)
+        raise ProverHung(f"{argv[0]} did not finish within {timeout:.0f}s and was killed") from exc
+    except BaseException:
+        await stop_process(proc)
+        raise
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    assert proc.returncode is not None  # communicate() reaped it
+    return CompletedRun(
+        returncode=proc.returncode,
+        output=stdout.decode(errors="replace"),
+        cpu_seconds=max(cpu, 0.0),
+        wall_seconds=time.monotonic() - started,
+    )
