@@ -238,7 +238,7 @@ def _split_goals(output: str) -> tuple[str, ...]:
         return ()
     blocks = re.split(r"\n\s*goal \d+ \(ID \d+\) is:\n", text)
     first = re.sub(r"^\d+ goals? \(ID \d+\)\s*\n", "", blocks[0]).strip("\n")
-    return tuple(b.strip() for b in [first, *blocks[1:]] if b.strip())
+    return tuple(b.strip("\n").rstrip() for b in [first, *blocks[1:]] if b.strip())
 
 
 class CoqProver:

@@ -35,6 +35,8 @@ __all__ = ["CoqVerifier", "parse_assumptions"]
 
 _LOGICAL_ROOT = "OrchCheck"
 _HEADER = re.compile(r"^[A-Z][^:]*:$")
+#: coqtop -emacs wraps notes ("Fetching opaque proofs from disk ...") in these tags
+_MESSAGE_TAGS = re.compile(r"<(infomsg|warning)>.*?</\1>", re.S)
 
 
 def parse_assumptions(output: str) -> frozenset[str]:
@@ -46,10 +48,9 @@ def parse_assumptions(output: str) -> frozenset[str]:
     """
     keys: set[str] = set()
     header = ""
+    output = _MESSAGE_TAGS.sub("", output)
     for line in output.splitlines():
         if not line.strip() or line.startswith((" ", "\t")):
-            continue
-        if line.startswith("<infomsg>") or line.startswith("</infomsg>"):
             continue
         if line.strip() == "Closed under the global context":
             continue

@@ -1,0 +1,188 @@
+"""The benchmark bank: run the pipeline on copies of ``bench/bank/coq`` and report.
+
+The bank is run on fresh copies with a fresh ledger, so a result never owes
+anything to an earlier run. After the run, every patched copy is compiled
+again from scratch with ``coqc`` and scanned for holes: the solved count in
+the result is the number of holes that disappeared from files that compile.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import PathNotFound
+from .goals import Outcome
+from .ledger import Ledger
+from .pipeline import FillOptions, FillReport, GoalReport, fill
+from .project.coq_holes import scan_coq_file
+from .provers.process import run_command
+
+__all__ = ["BankEntry", "load_index", "run_bank"]
+
+
+@dataclass(frozen=True, slots=True)
+class BankEntry:
+    id: str
+    domain: str
+    level: str
+    file: str
+
+
+def load_index(bank: Path) -> dict[str, BankEntry]:
+    index = bank / "index.tsv"
+    if not index.is_file():
+        raise PathNotFound(f"{index} is missing: is {bank} a benchmark bank (bench/bank)?")
+    entries: dict[str, BankEntry] = {}
+    with index.open(encoding="utf-8") as handle:
+        rows = (line for line in handle if line.strip() and not line.startswith("#"))
+        for row in csv.reader(rows, delimiter="\t"):
+            entry = BankEntry(*row)
+            entries[entry.id] = entry
+    return entries
+
+
+def _group(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
+    groups: dict[str, dict[str, float]] = {}
+    for row in rows:
+        g = groups.setdefault(row[key], {"total": 0, "solved": 0, "cpu_seconds": 0.0})
+        g["total"] += 1
+        g["solved"] += int(row["solved"])
+        g["cpu_seconds"] = round(g["cpu_seconds"] + row["cpu_seconds"], 3)
+    for g in groups.values():
+        g["rate"] = round(g["solved"] / g["total"], 4) if g["total"] else 0.0
+    return groups
+
+
+async def _recheck(files: list[Path], flags: list[str]) -> dict[str, Any]:
+    """Compile every patched copy from scratch and count the holes left."""
+    compiled = 0
+    remaining: dict[str, list[str]] = {}
+    cpu = 0.0
+    for path in files:
+        run = await run_command(["coqc", *flags, str(path)], cwd=str(path.parent), timeout=900)
+        cpu += run.cpu_seconds
+        if run.returncode == 0:
+            compiled += 1
+        remaining[path.stem] = [hole.goal.name for hole in scan_coq_file(path)]
+    return {"files": len(files), "compiled": compiled, "cpu_seconds": round(cpu, 3),
+            "remaining_holes": remaining}
+
+
+async def run_bank(
+    bank: Path,
+    out_dir: Path,
+    options: FillOptions,
+    *,
+    on_goal: Callable[[GoalReport], None] | None = None,
+    on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
+    keep_workdir: bool = False,
+) -> tuple[dict[str, Any], Path]:
+    """Run the Coq bank; returns the result and the path of the JSON written."""
+    index = load_index(bank)
+    sources = sorted((bank / "coq").glob("*.v"))
+    if not sources:
+        raise PathNotFound(f"no .v files in {bank / 'coq'}")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    workdir = Path(tempfile.mkdtemp(prefix=f"orch-bank-{stamp}-"))
+    try:
+        copies = []
+        for source in sources:
+            target = workdir / source.name
+            shutil.copyfile(source, target)
+            copies.append(target)
+        (workdir / "_CoqProject").write_text("-Q . Bank\n" + "\n".join(c.name for c in copies) + "\n")
+        ledger_path = out_dir / f"{stamp}.sqlite"
+        ledger = Ledger(f"sqlite:///{ledger_path}")
+        started = time.monotonic()
+        try:
+            report: FillReport = await fill(
+                [workdir], ledger, FillOptions(
+                    budget=options.budget, dry_run=False, reuse=False,
+                    settings=options.settings, command="bank",
+                ), on_goal=on_goal, on_files=on_files,
+            )
+        finally:
+            ledger.close()
+        wall = time.monotonic() - started
+        recheck = await _recheck(copies, ["-Q", str(workdir), "Bank"])
+        result = _result(report, index, recheck, wall, stamp, options, ledger_path)
+    finally:
+        if not keep_workdir:
+            shutil.rmtree(workdir, ignore_errors=True)
+    out = out_dir / f"{stamp}.json"
+    out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return result, out
+
+
+def _result(
+    report: FillReport,
+    index: dict[str, BankEntry],
+    recheck: dict[str, Any],
+    wall: float,
+    stamp: str,
+    options: FillOptions,
+    ledger_path: Path,
+) -> dict[str, Any]:
+    remaining = {name for names in recheck["remaining_holes"].values() for name in names}
+    rows: list[dict[str, Any]] = []
+    for goal_report in report.goals:
+        entry = index.get(goal_report.goal.name)
+        proved = goal_report.outcome is Outcome.PROVED
+        rows.append({
+            "id": goal_report.goal.name,
+            "domain": entry.domain if entry else "unlabelled",
+            "level": entry.level if entry else "unlabelled",
+            # solved only if the pipeline proved it AND the recompiled file has no hole left for it
+            "solved": proved and goal_report.goal.name not in remaining,
+            "outcome": goal_report.outcome.value,
+            "strategy": goal_report.strategy if proved else "",
+            "script": " ".join(goal_report.sentences) if proved else "",
+            "tactics_tried": goal_report.tactics_tried,
+            "cpu_seconds": round(goal_report.cpu_seconds, 4),
+            "wall_seconds": round(goal_report.wall_seconds, 4),
+        })
+    solved = sum(1 for r in rows if r["solved"])
+    per_strategy: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r["solved"]:
+            s = per_strategy.setdefault(r["strategy"], {"solved": 0, "cpu_seconds": 0.0})
+            s["solved"] += 1
+            s["cpu_seconds"] = round(s["cpu_seconds"] + r["cpu_seconds"], 3)
+    verify_cpu = sum(f.verify_cpu_seconds for f in report.files)
+    return {
+        "kind": "orch-bank",
+        "timestamp": stamp,
+        "prover": "coq",
+        "prover_version": report.prover_version,
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                    "python": platform.python_version()},
+        "budget": {"cpu_seconds_per_goal": options.budget.cpu_seconds,
+                   "tactic_seconds": options.budget.tactic_seconds},
+        "totals": {
+            "lemmas": len(rows),
+            "solved": solved,
+            "rate": round(solved / len(rows), 4) if rows else 0.0,
+            "search_cpu_seconds": round(sum(r["cpu_seconds"] for r in rows), 3),
+            "verify_cpu_seconds": round(verify_cpu, 3),
+            "recheck_cpu_seconds": recheck["cpu_seconds"],
+            "wall_seconds": round(wall, 3),
+        },
+        "by_domain": _group(rows, "domain"),
+        "by_level": _group(rows, "level"),
+        "per_strategy": per_strategy,
+        "recheck": recheck,
+        "ledger": str(ledger_path),
+        "lemmas": rows,
+    }

@@ -1,0 +1,69 @@
+"""What is installed: provers, ATPs and tools, with versions."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Check", "run_checks"]
+
+#: where Debian's libcoq-hammer puts the helper programs that `hammer` calls
+HAMMER_LIBEXEC = Path("/usr/libexec/coq-hammer")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    found: bool
+    version: str
+    detail: str
+    #: "required" for the Coq pipeline, "optional" otherwise
+    need: str
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(failed: {exc})"
+    text = (done.stdout or done.stderr).strip()
+    first = text.splitlines()[0] if text else ""
+    match = re.search(r"\d+\.\d+(?:\.\d+)?", first)
+    return match.group() if match else first[:60]
+
+
+def _tool(name: str, argv: list[str], need: str, hint: str) -> Check:
+    path = shutil.which(name)
+    if path is None:
+        return Check(name, False, "", hint, need)
+    return Check(name, True, _version([path, *argv[1:]]), path, need)
+
+
+def run_checks() -> list[Check]:
+    checks = [
+        _tool("coqtop", ["coqtop", "--version"], "required", "apt-get install coq"),
+        _tool("coqc", ["coqc", "--version"], "required", "apt-get install coq"),
+        _tool("eprover", ["eprover", "--version"], "optional", "apt-get install eprover (hammer ATP)"),
+        _tool("cvc4", ["cvc4", "--version"], "optional", "apt-get install cvc4 (hammer ATP)"),
+        _tool("z3", ["z3", "--version"], "optional", "apt-get install z3 (hammer ATP)"),
+        _tool("vampire", ["vampire", "--version"], "optional", "not packaged in Debian"),
+        _tool("lean", ["lean", "--version"], "optional", "Lean 4 (elan); not installable here"),
+        _tool("lake", ["lake", "--version"], "optional", "Lean 4 (elan); not installable here"),
+    ]
+    hammer_plugin = any(
+        (Path(root) / "Hammer").is_dir()
+        for root in ("/usr/lib/ocaml/coq/user-contrib", "/usr/lib/coq/user-contrib")
+    )
+    on_path = str(HAMMER_LIBEXEC) in os.environ.get("PATH", "").split(os.pathsep)
+    checks.append(Check(
+        "coq-hammer", hammer_plugin, "",
+        ("plugin installed; " if hammer_plugin else "apt-get install libcoq-hammer; ")
+        + (f"{HAMMER_LIBEXEC} is on PATH" if on_path
+           else f"{HAMMER_LIBEXEC} is not on PATH: hammer's ATP calls would fail"),
+        "optional",
+    ))
+    return checks

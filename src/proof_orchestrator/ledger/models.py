@@ -1,0 +1,108 @@
+"""Tables of the ledger (SQLAlchemy 2 declarative models)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["Attempt", "Base", "GoalRow", "Proof", "Run", "TacticCache"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    command: Mapped[str] = mapped_column(String(32))
+    arguments: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: running / finished / interrupted / failed
+    status: Mapped[str] = mapped_column(String(16), default="running")
+    prover_version: Mapped[str] = mapped_column(String(64), default="")
+    summary: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+
+
+class GoalRow(Base):
+    __tablename__ = "goals"
+    __table_args__ = (UniqueConstraint("file", "name", "fingerprint"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    file: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(String(255))
+    line: Mapped[int] = mapped_column(Integer)
+    statement: Mapped[str] = mapped_column(Text)
+    language: Mapped[str] = mapped_column(String(16), default="coq")
+    #: open / proved / failed / skipped
+    status: Mapped[str] = mapped_column(String(16), default="open")
+    first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Attempt(Base):
+    __tablename__ = "attempts"
+    __table_args__ = (Index("ix_attempts_fp_strategy", "fingerprint", "strategy"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    goal_id: Mapped[int] = mapped_column(ForeignKey("goals.id"), index=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    strategy: Mapped[str] = mapped_column(String(64))
+    #: the script found (or the last one tried), sentences joined by spaces
+    tactic: Mapped[str] = mapped_column(Text, default="")
+    outcome: Mapped[str] = mapped_column(String(16))
+    tactics_tried: Mapped[int] = mapped_column(Integer, default=0)
+    cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    wall_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    prover_version: Mapped[str] = mapped_column(String(64), default="")
+    message: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Proof(Base):
+    """A proof that passed the whole-file check and the axiom audit."""
+
+    __tablename__ = "proofs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    goal_id: Mapped[int] = mapped_column(ForeignKey("goals.id"), index=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))
+    sentences: Mapped[list[str]] = mapped_column(JSON)
+    strategy: Mapped[str] = mapped_column(String(64))
+    prover_version: Mapped[str] = mapped_column(String(64), default="")
+    #: the unified diff the proof made to its file
+    diff: Mapped[str] = mapped_column(Text, default="")
+    written: Mapped[bool] = mapped_column(default=False)
+    verified_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class TacticCache(Base):
+    """Which scripts proved which fingerprints, and how often."""
+
+    __tablename__ = "tactic_cache"
+
+    fingerprint: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tactic: Mapped[str] = mapped_column(Text, primary_key=True)
+    successes: Mapped[int] = mapped_column(Integer, default=0)
+    last_used: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -1,0 +1,162 @@
+"""The micro strategy: a curated, ordered list of short Coq scripts.
+
+Each candidate is one sentence (combinations use ``;``), tried from the root
+of the goal under Coq's ``Timeout``; the first one after which no goal
+remains is the candidate proof. Candidates that depend on variables
+(``induction n``, ``destruct b``) are generated for each variable of the goal,
+found by a probing ``intros`` that is undone afterwards.
+
+``lia`` lives in a library that a file may not load. It is offered only when
+``Locate Ltac`` shows that ``Coq.micromega.Lia.lia`` is loaded at the hole,
+and under the name that reaches it there (``lia``, or ``Lia.lia`` when the
+module is required but not imported). So a proof never needs an import that
+the file does not already have, and the file's text outside the proof never
+changes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+from ..goals import Budget, Goal, Outcome
+from ..provers.base import TacticStatus
+from ..provers.coq import CoqSession
+from .base import StrategyResult
+
+__all__ = ["GENERIC_TACTICS", "PER_VARIABLE_TACTICS", "MicroStrategy"]
+
+#: tried first, in this order; ``{lia}`` marks candidates that need lia
+GENERIC_TACTICS: tuple[str, ...] = (
+    "reflexivity",
+    "trivial",
+    "auto",
+    "easy",
+    "discriminate",
+    "intros; subst; auto",
+    "intros; simpl; auto",
+    "intros; simpl; reflexivity",
+    "intros; congruence",
+    "{lia}",
+    "intros; {lia}",
+    "intros; simpl in *; {lia}",
+    "intros; simpl in *; congruence",
+    "auto with arith",
+    "intros; split; auto",
+    "intros; f_equal; auto",
+    "intros; subst; simpl; auto with arith",
+    "tauto",
+    "intuition",
+    "intros; intuition; subst; auto",
+    "intros; intuition; {lia}",
+    "intros; intuition; congruence",
+    "intros; inversion_clear 1; auto",
+    "eauto",
+    "firstorder",
+    "intros; repeat (f_equal; auto)",
+    "intros; subst; simpl in *; intuition; try congruence; try discriminate",
+    # case analysis on every boolean in sight, then compute
+    "intros; repeat match goal with b : bool |- _ => destruct b end; simpl in *; "
+    "try discriminate; auto",
+    "intros; repeat match goal with b : bool |- _ => destruct b end; simpl in *; "
+    "intuition; try discriminate; congruence",
+)
+
+#: tried for each variable ``{v}`` of the goal (``IH{v}`` is its induction hypothesis)
+PER_VARIABLE_TACTICS: tuple[str, ...] = (
+    "destruct {v}; reflexivity",
+    "destruct {v}; simpl; auto",
+    "destruct {v}; simpl; congruence",
+    "destruct {v}; simpl; intuition; try discriminate; auto",
+    "destruct {v}; intros; simpl in *; {lia}",
+    "destruct {v}; eauto",
+    "destruct {v}; simpl; intros; try discriminate; eauto",
+    "induction {v}; simpl; auto",
+    "induction {v}; simpl; congruence",
+    "induction {v}; simpl; {lia}",
+    "induction {v}; intros; simpl; auto",
+    "induction {v}; intros; simpl in *; {lia}",
+    "induction {v}; simpl; intros; try rewrite IH{v}; auto",
+    "induction {v}; simpl; try rewrite IH{v}; reflexivity",
+    "induction {v}; intros; simpl; f_equal; auto",
+    "induction {v}; intros; simpl in *; congruence",
+    "induction {v}; simpl; intuition; try congruence; try discriminate",
+    "induction {v}; simpl; intuition; subst; auto",
+    "induction {v}; simpl; intros; auto; match goal with H : _ = _ |- _ => injection H; auto end",
+    "induction {v}; intros; simpl in *; intuition; try {lia}; try congruence",
+    "induction {v}; intros; simpl; rewrite ?IH{v}; auto with arith",
+    "induction {v}; intros; simpl in *; try rewrite IH{v}; try {lia}; auto",
+)
+
+_HYPOTHESIS = re.compile(r"^[ \t]*([A-Za-z_][\w']*(?:, [A-Za-z_][\w']*)*) : ", re.M)
+
+
+def goal_variables(goal_text: str) -> list[str]:
+    """Names introduced above the ``====`` line of a goal display."""
+    above = goal_text.split("=====", 1)[0]
+    names: list[str] = []
+    for match in _HYPOTHESIS.finditer(above):
+        names.extend(name.strip() for name in match.group(1).split(","))
+    return names
+
+
+def expand(templates: Sequence[str], lia: str | None, variable: str | None = None) -> list[str]:
+    """Fill in ``{lia}`` and ``{v}``; drop templates that need an unavailable lia."""
+    out: list[str] = []
+    for template in templates:
+        if "{lia}" in template and lia is None:
+            continue
+        text = template.replace("{lia}", lia or "")
+        if variable is not None:
+            text = text.replace("{v}", variable)
+        out.append(text + ".")
+    return out
+
+
+class MicroStrategy:
+    """Quick tactics and small combinations, first success wins."""
+
+    name = "micro"
+
+    def __init__(self, *, tactic_timeout: float | None = None, max_variables: int = 6) -> None:
+        self.tactic_timeout = tactic_timeout
+        self.max_variables = max_variables
+
+    async def candidates(self, session: CoqSession) -> list[str]:
+        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
+        scripts = expand(GENERIC_TACTICS, lia)
+        probe = await session.run_tactic("intros.", session.root, timeout=2)
+        variables: list[str] = []
+        if probe.ok:
+            variables = goal_variables(probe.goals[0] if probe.goals else "")
+        await session.back_to(session.root)
+        for variable in variables[: self.max_variables]:
+            scripts.extend(expand(PER_VARIABLE_TACTICS, lia, variable))
+        return list(dict.fromkeys(scripts))
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        started = time.monotonic()
+        cpu_start = session.cpu_seconds()
+        timeout = self.tactic_timeout or budget.tactic_seconds
+        tried = 0
+        last_message = ""
+        outcome = Outcome.FAILED
+        for script in await self.candidates(session):
+            spent = session.cpu_seconds() - cpu_start
+            if spent >= budget.cpu_seconds:
+                outcome = Outcome.TIMEOUT
+                break
+            tried += 1
+            result = await session.run_tactic(script, session.root, timeout=timeout)
+            if result.status is TacticStatus.COMPLETE:
+                return StrategyResult(
+                    Outcome.CANDIDATE, (script,), tried,
+                    session.cpu_seconds() - cpu_start, time.monotonic() - started,
+                )
+            if result.status is TacticStatus.FAILED:
+                last_message = result.message
+        return StrategyResult(
+            outcome, (), tried, session.cpu_seconds() - cpu_start, time.monotonic() - started,
+            last_message[-500:],
+        )
