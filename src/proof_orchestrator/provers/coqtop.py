@@ -186,7 +186,13 @@ class CoqTop:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
             self.requests += 1
-            reply = await self._next_reply(timeout)
+            try:
+                reply = await self._next_reply(timeout)
+            except asyncio.CancelledError:
+                # its answer would arrive unasked for: the process is out of step now
+                self.fault = ProverDesync("a request was cancelled while coqtop was working")
+                await asyncio.shield(self.aclose())
+                raise
             reply = Reply(
                 output=reply.output,
                 state=reply.state,

@@ -1,0 +1,37 @@
+# The two commands a newcomer needs:  make bank  and  make test.
+# Both install what they need and are safe to run twice.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: bank test deps provers lint typecheck clean
+
+bank: deps
+	$(VENV)/bin/orch bank
+
+test: deps
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest
+
+deps: provers $(STAMP)
+
+provers:
+	@bash scripts/install-provers.sh
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+lint:
+	$(VENV)/bin/ruff check src tests
+
+typecheck:
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

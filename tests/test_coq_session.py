@@ -1,0 +1,103 @@
+"""Proof sessions on real holes: typed results, backtracking, hard guard, recycling."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+
+from proof_orchestrator.project.coq_holes import scan_coq_file
+from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.coq import CoqProver, CoqSettings
+
+SOURCE = """\
+Lemma plus_zero : forall n : nat, n + 0 = n.
+Proof.
+Admitted.
+"""
+
+
+async def test_tactic_results_are_typed(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        failed = await session.run_tactic("reflexivity.", timeout=2)
+        assert failed.status is TacticStatus.FAILED
+        assert failed.message and failed.state == session.root
+
+        goals = await session.run_tactic("induction n.", timeout=2)
+        assert goals.status is TacticStatus.GOALS
+        assert len(goals.goals) == 2
+        assert "0 + 0 = 0" in goals.goals[0]
+
+        timed_out = await session.run_tactic("do 100000000 idtac.", goals.state, timeout=1)
+        assert timed_out.status is TacticStatus.TIMEOUT
+
+        done = await session.run_script(
+            ["-", "reflexivity.", "-", "simpl.", "rewrite IHn.", "reflexivity."], goals.state, timeout=2
+        )
+        assert done.status is TacticStatus.COMPLETE
+    await prover.aclose()
+
+
+async def test_back_to_an_earlier_state(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        first = await session.run_tactic("intros n.", timeout=2)
+        await session.run_tactic("destruct n.", first.state, timeout=2)
+        await session.back_to(first.state)
+        again = await session.run_tactic("induction n; simpl; auto.", timeout=2)
+        assert again.status is TacticStatus.COMPLETE
+    await prover.aclose()
+
+
+async def test_a_hung_process_is_replaced_and_the_session_goes_on(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver(settings=CoqSettings(grace=1.0))
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        step = await session.run_tactic("intros n.", timeout=2)
+        old = session._top
+        assert old is not None and old.pid is not None
+        os.kill(old.pid, signal.SIGSTOP)
+        result = await session.run_tactic("induction n.", step.state, timeout=1)
+        assert result.status is TacticStatus.TIMEOUT
+        assert session.replacements == 1
+        assert old.returncode is not None  # killed and reaped
+        # the state from the dead process is rebuilt in the new one
+        after = await session.run_tactic("induction n; simpl; auto.", step.state, timeout=2)
+        assert after.status is TacticStatus.COMPLETE
+    await prover.aclose()
+
+
+async def test_lia_is_offered_only_where_it_is_loaded(write_v: Callable[[str, str], Path]) -> None:
+    text = "Lemma a : 1 = 1.\nAdmitted.\nRequire Coq.micromega.Lia.\nLemma b : 1 = 1.\nAdmitted.\n" \
+           "Import Coq.micromega.Lia.\nLemma c : 1 = 1.\nAdmitted.\n"
+    path = write_v("L.v", text)
+    a, b, c = scan_coq_file(path)
+    prover = CoqProver()
+    found = []
+    for hole in (a, b, c):
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            found.append(await session.locate_ltac("Coq.micromega.Lia.lia"))
+    assert found == [None, "Lia.lia", "lia"]
+    await prover.aclose()
+
+
+async def test_processes_are_reused_across_holes_and_recycled(write_v: Callable[[str, str], Path]) -> None:
+    text = "".join(f"Lemma l{i} : {i} = {i}.\nAdmitted.\n" for i in range(5))
+    path = write_v("R.v", text)
+    holes = scan_coq_file(path)
+    prover = CoqProver(settings=CoqSettings(max_uses=2))
+    for hole in holes:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            result = await session.run_tactic("reflexivity.", timeout=2)
+            assert result.status is TacticStatus.COMPLETE
+    assert prover.started == 3  # 5 sessions, at most 2 per process
+    await prover.aclose()

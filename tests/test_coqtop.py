@@ -1,0 +1,94 @@
+"""The coqtop driver: framing, desync, hangs, crashes, no zombies."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import psutil
+import pytest
+
+from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
+from proof_orchestrator.provers.coqtop import CoqTop, CoqTopState
+
+
+async def test_reply_carries_output_and_new_state() -> None:
+    async with CoqTop() as top:
+        before = top.current
+        reply = await top.send("Check (1 + 1).", 10)
+        assert reply.state > before
+        assert "1 + 1" in reply.output and ": nat" in reply.output
+
+
+async def test_failed_sentence_keeps_the_state_number() -> None:
+    async with CoqTop() as top:
+        before = top.current
+        reply = await top.send("Check no_such_thing.", 10)
+        assert reply.state == before
+        assert "no_such_thing" in reply.output
+
+
+async def test_more_than_one_sentence_per_send_is_refused() -> None:
+    async with CoqTop() as top:
+        with pytest.raises(ValueError, match="exactly one"):
+            await top.send("Check 1. Check 2.", 10)
+
+
+async def test_an_unrequested_reply_is_detected_as_desync_and_kills_coqtop() -> None:
+    async with CoqTop() as top:
+        # two sentences on one raw line produce two prompts for one request
+        await top.write_raw("Check 1. Check 2.\n")
+        await top._next_reply(10)
+        await asyncio.sleep(0.5)  # let the second prompt arrive
+        with pytest.raises(ProverDesync):
+            await top.send("Check 3.", 10)
+        assert top.state is CoqTopState.CLOSED
+        assert top.returncode is not None
+
+
+async def test_a_hung_coqtop_is_killed_with_its_group_and_reaped() -> None:
+    async with CoqTop() as top:
+        pid = top.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # it will never answer
+        with pytest.raises(ProverHung):
+            await top.send("Check 1.", 1.0)
+        assert top.returncode is not None  # reaped: no zombie
+        assert not psutil.pid_exists(pid) or psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        with pytest.raises(SessionClosed):
+            await top.send("Check 1.", 1.0)
+
+
+async def test_a_coqtop_killed_from_outside_is_reported_as_crashed() -> None:
+    async with CoqTop() as top:
+        assert top.pid is not None
+        os.kill(top.pid, signal.SIGKILL)
+        with pytest.raises(ProverCrashed):
+            await top.send("Check 1.", 10)
+        assert top.returncode is not None
+
+
+async def test_aclose_is_idempotent_and_cannot_reopen() -> None:
+    top = CoqTop()
+    await top.start()
+    await top.aclose()
+    await top.aclose()
+    assert top.returncode is not None
+    with pytest.raises(SessionClosed, match="make a new one"):
+        await top.start()
+
+
+async def test_cancelling_a_request_leaves_no_orphan() -> None:
+    top = CoqTop()
+    await top.start()
+    await top.send("Goal True.", 10)
+    pid = top.pid
+    task = asyncio.create_task(top.send("Timeout 30 (do 1000000000 idtac).", 60))
+    await asyncio.sleep(0.3)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await top.aclose()
+    assert top.returncode is not None
+    assert pid is not None and not psutil.pid_exists(pid)

@@ -1,0 +1,64 @@
+"""Finding holes and fingerprinting them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from proof_orchestrator.goals import HoleKind
+from proof_orchestrator.project.coq_holes import declared_axioms, scan_coq_file, scan_coq_text
+
+TEXT = """\
+Require Import Arith.
+(* Lemma fake : False. Admitted. -- inside a comment *)
+Definition s := "Lemma fake2 : False. Admitted.".
+Lemma done : 1 = 1. Proof. reflexivity. Qed.
+Theorem t1 : forall n, n = n.
+Proof. intros. admit. Admitted.
+Module M.
+  Section S.
+    Variable A : Type.
+    #[local] Fact f1 (x : A) : x = x.
+    Proof using A.
+    Admitted.
+  End S.
+End M.
+Example e1 : 2 = 2. Admitted.
+Definition d : nat. Admitted.
+"""
+
+
+def test_holes_are_lemma_like_and_admitted(write_v: Callable[[str, str], Path]) -> None:
+    holes = scan_coq_file(write_v("H.v", TEXT))
+    assert [h.goal.name for h in holes] == ["t1", "f1", "e1"]
+    assert [h.goal.kind for h in holes] == [HoleKind.ADMIT, HoleKind.ADMITTED, HoleKind.ADMITTED]
+    assert [h.goal.line for h in holes] == [5, 10, 15]
+
+
+def test_sections_and_modules_give_scope_and_qualified_names(write_v: Callable[[str, str], Path]) -> None:
+    f1 = scan_coq_file(write_v("H.v", TEXT))[1]
+    assert f1.goal.scope == (("module", "M"), ("section", "S"))
+    assert f1.goal.qualified_name == "M.f1"
+    assert f1.proof_opener == "Proof using A."
+
+
+def test_patch_span_covers_exactly_the_proof() -> None:
+    holes = scan_coq_text(Path("H.v"), TEXT)
+    t1 = holes[0]
+    assert TEXT[t1.proof_start : t1.proof_end] == "Proof. intros. admit. Admitted."
+    e1 = holes[2]
+    assert TEXT[e1.proof_start : e1.proof_end] == "Admitted."
+
+
+def test_fingerprint_ignores_whitespace_and_name_but_not_context() -> None:
+    base = scan_coq_text(Path("a.v"), "Lemma a : forall n,  n = n.\nAdmitted.\n")[0].goal
+    spaced = scan_coq_text(Path("b.v"), "Lemma b :\n  forall n, n = n.\nAdmitted.\n")[0].goal
+    other_ctx = scan_coq_text(Path("c.v"), "Require Import Arith.\nLemma a : forall n, n = n.\nAdmitted.\n")[0].goal
+    assert base.fingerprint == spaced.fingerprint
+    assert base.fingerprint != other_ctx.fingerprint
+
+
+def test_declared_axioms() -> None:
+    assert declared_axioms("Axiom ax : False.\nParameters (p q : nat).\nLemma x : True. Admitted.") == {
+        "ax", "p", "q",
+    }

@@ -1,0 +1,174 @@
+"""The fill pipeline end to end, with real coqtop and coqc."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.errors import PathNotFound
+from proof_orchestrator.goals import Budget, Goal, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.pipeline import LEDGER_REPLAY, FileStatus, FillOptions, fill
+from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.coq import CoqSession
+from proof_orchestrator.strategies.base import StrategyResult
+
+from .conftest import coqc_ok
+
+FAST = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+
+EASY = """\
+Require Import Arith Lia.
+(* a file with one easy hole *)
+Lemma easy_one : forall n m : nat, n + m = m + n.
+Proof.
+Admitted.
+
+Lemma kept : 1 = 1. Proof. reflexivity. Qed.
+"""
+
+FALSE = """\
+Lemma impossible : forall n m : nat, n + m = m + n + 1.
+Admitted.
+"""
+
+
+class FixedScript:
+    """A strategy that proposes one given script, if the session accepts it."""
+
+    def __init__(self, *sentences: str) -> None:
+        self.sentences = sentences
+        self.name = "fixed"
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        result = await session.run_script(self.sentences, session.root, timeout=budget.tactic_seconds)
+        if result.status is TacticStatus.COMPLETE:
+            return StrategyResult(Outcome.CANDIDATE, self.sentences, len(self.sentences))
+        return StrategyResult(Outcome.FAILED, (), len(self.sentences), message=result.message)
+
+
+async def test_solved_hole_is_patched_and_the_file_compiles(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Easy.v", EASY)
+    report = await fill([path], ledger, FAST)
+    assert report.proved == 1
+    text = path.read_text()
+    assert "Admitted" not in text
+    assert text.startswith("Require Import Arith Lia.\n(* a file with one easy hole *)\n")
+    assert text.endswith("Qed.\n\nLemma kept : 1 = 1. Proof. reflexivity. Qed.\n")
+    assert coqc_ok(path)
+
+
+async def test_unsolvable_hole_leaves_the_file_byte_identical(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("False.v", FALSE)
+    before = path.read_bytes()
+    report = await fill([path], ledger, FAST)
+    assert report.proved == 0
+    assert report.goals[0].outcome in (Outcome.FAILED, Outcome.TIMEOUT)
+    assert path.read_bytes() == before
+
+
+async def test_dry_run_proves_but_writes_nothing(write_v: Callable[[str, str], Path], ledger: Ledger) -> None:
+    path = write_v("Easy.v", EASY)
+    report = await fill([path], ledger, FillOptions(budget=FAST.budget, dry_run=True))
+    assert report.proved == 1
+    assert path.read_text() == EASY
+    assert not report.files[0].written
+
+
+async def test_file_that_does_not_compile_is_reported_and_untouched(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    broken = EASY + "Check no_such_constant.\n"
+    path = write_v("Broken.v", broken)
+    report = await fill([path], ledger, FAST)
+    assert report.files[0].status is FileStatus.DOES_NOT_COMPILE
+    assert "no_such_constant" in report.files[0].message
+    assert path.read_text() == broken
+
+
+async def test_holes_in_sections_modules_and_with_notations(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = """\
+Notation "x <+> y" := (x + y) (at level 50, left associativity).
+Module Outer.
+  Section Sec.
+    Variable k : nat.
+    Hypothesis k_pos : 0 < k.
+    Lemma in_section : k <+> 0 = k.
+    Proof.
+    Admitted.
+  End Sec.
+End Outer.
+Check Outer.in_section.
+"""
+    path = write_v("Scoped.v", text)
+    report = await fill([path], ledger, FAST)
+    assert report.proved == 1
+    assert coqc_ok(path)
+
+
+async def test_coqproject_flags_are_used(tmp_path: Path, ledger: Ledger) -> None:
+    (tmp_path / "_CoqProject").write_text("-Q theories Proj\ntheories/Base.v\ntheories/Use.v\n")
+    (tmp_path / "theories").mkdir()
+    (tmp_path / "theories" / "Base.v").write_text("Definition twice (n : nat) := n + n.\n")
+    use = tmp_path / "theories" / "Use.v"
+    use.write_text("From Proj Require Import Base.\nLemma twice_0 : twice 0 = 0.\nAdmitted.\n")
+    subprocess.run(["coqc", "-Q", "theories", "Proj", "theories/Base.v"], cwd=tmp_path, check=True)
+    report = await fill([tmp_path / "_CoqProject"], ledger, FAST)
+    assert report.proved == 1
+    assert "Admitted" not in use.read_text()
+
+
+async def test_candidate_that_only_the_session_accepts_is_refused_by_the_gate(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("False.v", FALSE)
+    before = path.read_bytes()
+    # exact_no_check skips the type check: the session says "no more goals" for a false lemma
+    strategy = FixedScript("intros.", "exact_no_check (eq_refl (0 + 0)).")
+    report = await fill([path], ledger, FAST, strategies=[strategy])
+    assert report.goals[0].outcome is Outcome.REJECTED
+    assert "exact_no_check" in report.goals[0].message
+    assert path.read_bytes() == before
+
+
+async def test_candidate_using_another_hole_is_rejected_by_the_audit(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = "Lemma helper : forall n : nat, n = n + 0.\nAdmitted.\n" \
+           "Lemma target : forall n : nat, n + 0 = n.\nAdmitted.\n"
+    path = write_v("Audit.v", text)
+    strategy = FixedScript("intros n.", "rewrite <- helper.", "reflexivity.")
+    report = await fill([path], ledger, FAST, strategies=[strategy])
+    by_name = {g.goal.name: g for g in report.goals}
+    assert by_name["target"].outcome is Outcome.REJECTED
+    assert "helper" in by_name["target"].message
+    assert path.read_text() == text
+
+
+async def test_rerun_reapplies_a_verified_proof_after_the_file_changed_back(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Easy.v", EASY)
+    await fill([path], ledger, FAST)
+    proved_text = path.read_text()
+    path.write_text(EASY)  # the user reverts the file
+    report = await fill([path], ledger, FAST)
+    assert report.goals[0].strategy == LEDGER_REPLAY
+    assert path.read_text() == proved_text
+    stats = ledger.stats()
+    assert stats["proofs"] == 2
+    assert stats["goals"] == {"proved": 1}
+
+
+async def test_missing_path_is_a_clear_error(tmp_path: Path, ledger: Ledger) -> None:
+    with pytest.raises(PathNotFound, match="does not exist"):
+        await fill([tmp_path / "nope.v"], ledger, FAST)

@@ -1,0 +1,71 @@
+"""Whole-file verification with real coqc and the axiom audit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from proof_orchestrator.project.coq_holes import declared_axioms, scan_coq_text
+from proof_orchestrator.provers.base import Verdict
+from proof_orchestrator.provers.coq_verify import CoqVerifier, parse_assumptions
+
+ORIGINAL = """\
+Axiom my_ax : forall P : Prop, P \\/ ~ P.
+Lemma helper : 2 = 2.
+Admitted.
+Lemma target : 1 = 1 /\\ 2 = 2.
+Admitted.
+"""
+
+
+def _patched(body: str, extra_before: str = "") -> str:
+    return ORIGINAL.replace("Lemma target", extra_before + "Lemma target").replace(
+        "Lemma target : 1 = 1 /\\ 2 = 2.\nAdmitted.", f"Lemma target : 1 = 1 /\\ 2 = 2.\nProof. {body} Qed."
+    )
+
+
+async def _verify(path: Path, patched: str) -> Verdict:
+    goal = scan_coq_text(path, ORIGINAL)[1].goal
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(path, ORIGINAL, patched, [goal], declared_axioms(ORIGINAL))
+    finally:
+        await verifier.aclose()
+    return result.verdict
+
+
+async def test_clean_proof_is_accepted(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("V.v", ORIGINAL)
+    assert await _verify(path, _patched("split; reflexivity.")) is Verdict.ACCEPTED
+
+
+async def test_proof_using_another_admitted_lemma_is_rejected(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("V.v", ORIGINAL)
+    assert await _verify(path, _patched("split; [reflexivity | exact helper].")) is Verdict.NEW_ASSUMPTIONS
+
+
+async def test_axiom_declared_by_the_file_is_allowed(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("V.v", ORIGINAL)
+    body = "destruct (my_ax (1 = 1)); split; reflexivity."
+    assert await _verify(path, _patched(body)) is Verdict.ACCEPTED
+
+
+async def test_disabled_guard_checking_is_caught_by_the_audit(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("V.v", ORIGINAL)
+    trick = "Unset Guard Checking.\nFixpoint loop (n : nat) : False := loop n.\nSet Guard Checking.\n"
+    patched = _patched("destruct (loop 0).", extra_before=trick)
+    assert await _verify(path, patched) is Verdict.NEW_ASSUMPTIONS
+
+
+async def test_proof_that_does_not_compile_is_rejected(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("V.v", ORIGINAL)
+    assert await _verify(path, _patched("reflexivity.")) is Verdict.DOES_NOT_COMPILE
+
+
+def test_parse_assumptions_ignores_messages_and_keeps_unsafe_flags() -> None:
+    output = (
+        "<infomsg>\nFetching opaque proofs from disk for Coq.Arith.PeanoNat\n</infomsg>\n"
+        "Axioms:\nFoo.ax : forall P : Prop,\n         P\nFoo.f is assumed to be guarded.\n"
+    )
+    assert parse_assumptions(output) == {"Foo.ax", "Foo.f is assumed to be guarded."}
+    assert parse_assumptions("Closed under the global context") == frozenset()
