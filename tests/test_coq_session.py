@@ -25,7 +25,8 @@ async def test_tactic_results_are_typed(write_v: Callable[[str, str], Path]) -> 
     async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
         failed = await session.run_tactic("reflexivity.", timeout=2)
         assert failed.status is TacticStatus.FAILED
-        assert failed.message and failed.state == session.root
+        assert failed.message
+        assert failed.state == session.root
 
         goals = await session.run_tactic("induction n.", timeout=2)
         assert goals.status is TacticStatus.GOALS
@@ -36,7 +37,9 @@ async def test_tactic_results_are_typed(write_v: Callable[[str, str], Path]) -> 
         assert timed_out.status is TacticStatus.TIMEOUT
 
         done = await session.run_script(
-            ["-", "reflexivity.", "-", "simpl.", "rewrite IHn.", "reflexivity."], goals.state, timeout=2
+            ["-", "reflexivity.", "-", "simpl.", "rewrite IHn.", "reflexivity."],
+            goals.state,
+            timeout=2,
         )
         assert done.status is TacticStatus.COMPLETE
     await prover.aclose()
@@ -64,7 +67,8 @@ async def test_a_hung_process_is_replaced_and_the_session_goes_on(
     async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
         step = await session.run_tactic("intros n.", timeout=2)
         old = session._top
-        assert old is not None and old.pid is not None
+        assert old is not None
+        assert old.pid is not None
         os.kill(old.pid, signal.SIGSTOP)
         result = await session.run_tactic("induction n.", step.state, timeout=1)
         assert result.status is TacticStatus.TIMEOUT
@@ -77,8 +81,10 @@ async def test_a_hung_process_is_replaced_and_the_session_goes_on(
 
 
 async def test_lia_is_offered_only_where_it_is_loaded(write_v: Callable[[str, str], Path]) -> None:
-    text = "Lemma a : 1 = 1.\nAdmitted.\nRequire Coq.micromega.Lia.\nLemma b : 1 = 1.\nAdmitted.\n" \
-           "Import Coq.micromega.Lia.\nLemma c : 1 = 1.\nAdmitted.\n"
+    text = (
+        "Lemma a : 1 = 1.\nAdmitted.\nRequire Coq.micromega.Lia.\nLemma b : 1 = 1.\nAdmitted.\n"
+        "Import Coq.micromega.Lia.\nLemma c : 1 = 1.\nAdmitted.\n"
+    )
     path = write_v("L.v", text)
     a, b, c = scan_coq_file(path)
     prover = CoqProver()
@@ -90,7 +96,9 @@ async def test_lia_is_offered_only_where_it_is_loaded(write_v: Callable[[str, st
     await prover.aclose()
 
 
-async def test_processes_are_reused_across_holes_and_recycled(write_v: Callable[[str, str], Path]) -> None:
+async def test_processes_are_reused_across_holes_and_recycled(
+    write_v: Callable[[str, str], Path],
+) -> None:
     text = "".join(f"Lemma l{i} : {i} = {i}.\nAdmitted.\n" for i in range(5))
     path = write_v("R.v", text)
     holes = scan_coq_file(path)

@@ -41,10 +41,25 @@ def test_recursive_notation_dots() -> None:
 
 
 def test_bullets_and_braces_are_sentences_of_their_own() -> None:
-    text = "induction n.\n- simpl. reflexivity.\n- { simpl.\n    ++ auto. }\n* now auto.\n2: { auto. }"
+    text = (
+        "induction n.\n- simpl. reflexivity.\n- { simpl.\n    ++ auto. }\n* now auto.\n2: { auto. }"
+    )
     assert codes(text) == [
-        "induction n.", "-", "simpl.", "reflexivity.", "-", "{", "simpl.", "++", "auto.", "}",
-        "*", "now auto.", "2: {", "auto.", "}",
+        "induction n.",
+        "-",
+        "simpl.",
+        "reflexivity.",
+        "-",
+        "{",
+        "simpl.",
+        "++",
+        "auto.",
+        "}",
+        "*",
+        "now auto.",
+        "2: {",
+        "auto.",
+        "}",
     ]
 
 

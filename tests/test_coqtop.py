@@ -18,7 +18,8 @@ async def test_reply_carries_output_and_new_state() -> None:
         before = top.current
         reply = await top.send("Check (1 + 1).", 10)
         assert reply.state > before
-        assert "1 + 1" in reply.output and ": nat" in reply.output
+        assert "1 + 1" in reply.output
+        assert ": nat" in reply.output
 
 
 async def test_failed_sentence_keeps_the_state_number() -> None:
@@ -91,4 +92,5 @@ async def test_cancelling_a_request_leaves_no_orphan() -> None:
         await task
     await top.aclose()
     assert top.returncode is not None
-    assert pid is not None and not psutil.pid_exists(pid)
+    assert pid is not None
+    assert not psutil.pid_exists(pid)

@@ -35,7 +35,9 @@ def test_holes_are_lemma_like_and_admitted(write_v: Callable[[str, str], Path]) 
     assert [h.goal.line for h in holes] == [5, 10, 15]
 
 
-def test_sections_and_modules_give_scope_and_qualified_names(write_v: Callable[[str, str], Path]) -> None:
+def test_sections_and_modules_give_scope_and_qualified_names(
+    write_v: Callable[[str, str], Path],
+) -> None:
     f1 = scan_coq_file(write_v("H.v", TEXT))[1]
     assert f1.goal.scope == (("module", "M"), ("section", "S"))
     assert f1.goal.qualified_name == "M.f1"
@@ -53,12 +55,18 @@ def test_patch_span_covers_exactly_the_proof() -> None:
 def test_fingerprint_ignores_whitespace_and_name_but_not_context() -> None:
     base = scan_coq_text(Path("a.v"), "Lemma a : forall n,  n = n.\nAdmitted.\n")[0].goal
     spaced = scan_coq_text(Path("b.v"), "Lemma b :\n  forall n, n = n.\nAdmitted.\n")[0].goal
-    other_ctx = scan_coq_text(Path("c.v"), "Require Import Arith.\nLemma a : forall n, n = n.\nAdmitted.\n")[0].goal
+    other_ctx = scan_coq_text(
+        Path("c.v"), "Require Import Arith.\nLemma a : forall n, n = n.\nAdmitted.\n"
+    )[0].goal
     assert base.fingerprint == spaced.fingerprint
     assert base.fingerprint != other_ctx.fingerprint
 
 
 def test_declared_axioms() -> None:
-    assert declared_axioms("Axiom ax : False.\nParameters (p q : nat).\nLemma x : True. Admitted.") == {
-        "ax", "p", "q",
+    assert declared_axioms(
+        "Axiom ax : False.\nParameters (p q : nat).\nLemma x : True. Admitted."
+    ) == {
+        "ax",
+        "p",
+        "q",
     }

@@ -12,7 +12,10 @@ from proof_orchestrator.errors import FileChangedError
 from proof_orchestrator.project.coq_holes import scan_coq_text
 from proof_orchestrator.project.patch import Patch, apply_patches, write_atomic
 
-TEXT = "(* header *)\nLemma a : True.\nProof.\n  admit.\nAdmitted.\n\n  Lemma b : True.\n  Admitted. (* tail *)\n"
+TEXT = (
+    "(* header *)\nLemma a : True.\nProof.\n  admit.\nAdmitted.\n\n"
+    "  Lemma b : True.\n  Admitted. (* tail *)\n"
+)
 
 
 def test_only_the_proof_spans_change() -> None:

@@ -44,7 +44,9 @@ class FixedScript:
         self.name = "fixed"
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
-        result = await session.run_script(self.sentences, session.root, timeout=budget.tactic_seconds)
+        result = await session.run_script(
+            self.sentences, session.root, timeout=budget.tactic_seconds
+        )
         if result.status is TacticStatus.COMPLETE:
             return StrategyResult(Outcome.CANDIDATE, self.sentences, len(self.sentences))
         return StrategyResult(Outcome.FAILED, (), len(self.sentences), message=result.message)
@@ -74,7 +76,9 @@ async def test_unsolvable_hole_leaves_the_file_byte_identical(
     assert path.read_bytes() == before
 
 
-async def test_dry_run_proves_but_writes_nothing(write_v: Callable[[str, str], Path], ledger: Ledger) -> None:
+async def test_dry_run_proves_but_writes_nothing(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
     path = write_v("Easy.v", EASY)
     report = await fill([path], ledger, FillOptions(budget=FAST.budget, dry_run=True))
     assert report.proved == 1
@@ -143,8 +147,10 @@ async def test_candidate_that_only_the_session_accepts_is_refused_by_the_gate(
 async def test_candidate_using_another_hole_is_rejected_by_the_audit(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
-    text = "Lemma helper : forall n : nat, n = n + 0.\nAdmitted.\n" \
-           "Lemma target : forall n : nat, n + 0 = n.\nAdmitted.\n"
+    text = (
+        "Lemma helper : forall n : nat, n = n + 0.\nAdmitted.\n"
+        "Lemma target : forall n : nat, n + 0 = n.\nAdmitted.\n"
+    )
     path = write_v("Audit.v", text)
     strategy = FixedScript("intros n.", "rewrite <- helper.", "reflexivity.")
     report = await fill([path], ledger, FAST, strategies=[strategy])

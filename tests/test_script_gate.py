@@ -38,16 +38,32 @@ def test_rejected(script: list[str]) -> None:
 
 def test_accepted_scripts_come_back_in_normal_form() -> None:
     assert check_script(["intros\n  n.", "-", "simpl; auto.", "2: {", "lia.", "}"]) == (
-        "intros n.", "-", "simpl; auto.", "2: {", "lia.", "}",
+        "intros n.",
+        "-",
+        "simpl; auto.",
+        "2: {",
+        "lia.",
+        "}",
     )
-    assert check_script(['idtac "admit is only a word here".']) == ('idtac "admit is only a word here".',)
+    assert check_script(['idtac "admit is only a word here".']) == (
+        'idtac "admit is only a word here".',
+    )
 
 
 def test_format_keeps_bullets_with_their_tactic() -> None:
-    long = ["induction n.", "-", "simpl; reflexivity.", "-", "simpl; rewrite IHn; reflexivity.",
-            "-", "auto with arith."]
+    long = [
+        "induction n.",
+        "-",
+        "simpl; reflexivity.",
+        "-",
+        "simpl; rewrite IHn; reflexivity.",
+        "-",
+        "auto with arith.",
+    ]
     assert format_script(long, "  ").splitlines() == [
-        "  induction n.", "  - simpl; reflexivity.", "  - simpl; rewrite IHn; reflexivity.",
+        "  induction n.",
+        "  - simpl; reflexivity.",
+        "  - simpl; rewrite IHn; reflexivity.",
         "  - auto with arith.",
     ]
     assert format_script(["auto."], "  ") == "  auto."

@@ -20,7 +20,8 @@ Admitted.
 
 def _patched(body: str, extra_before: str = "") -> str:
     return ORIGINAL.replace("Lemma target", extra_before + "Lemma target").replace(
-        "Lemma target : 1 = 1 /\\ 2 = 2.\nAdmitted.", f"Lemma target : 1 = 1 /\\ 2 = 2.\nProof. {body} Qed."
+        "Lemma target : 1 = 1 /\\ 2 = 2.\nAdmitted.",
+        f"Lemma target : 1 = 1 /\\ 2 = 2.\nProof. {body} Qed.",
     )
 
 
@@ -39,9 +40,14 @@ async def test_clean_proof_is_accepted(write_v: Callable[[str, str], Path]) -> N
     assert await _verify(path, _patched("split; reflexivity.")) is Verdict.ACCEPTED
 
 
-async def test_proof_using_another_admitted_lemma_is_rejected(write_v: Callable[[str, str], Path]) -> None:
+async def test_proof_using_another_admitted_lemma_is_rejected(
+    write_v: Callable[[str, str], Path],
+) -> None:
     path = write_v("V.v", ORIGINAL)
-    assert await _verify(path, _patched("split; [reflexivity | exact helper].")) is Verdict.NEW_ASSUMPTIONS
+    assert (
+        await _verify(path, _patched("split; [reflexivity | exact helper]."))
+        is Verdict.NEW_ASSUMPTIONS
+    )
 
 
 async def test_axiom_declared_by_the_file_is_allowed(write_v: Callable[[str, str], Path]) -> None:
@@ -50,9 +56,13 @@ async def test_axiom_declared_by_the_file_is_allowed(write_v: Callable[[str, str
     assert await _verify(path, _patched(body)) is Verdict.ACCEPTED
 
 
-async def test_disabled_guard_checking_is_caught_by_the_audit(write_v: Callable[[str, str], Path]) -> None:
+async def test_disabled_guard_checking_is_caught_by_the_audit(
+    write_v: Callable[[str, str], Path],
+) -> None:
     path = write_v("V.v", ORIGINAL)
-    trick = "Unset Guard Checking.\nFixpoint loop (n : nat) : False := loop n.\nSet Guard Checking.\n"
+    trick = (
+        "Unset Guard Checking.\nFixpoint loop (n : nat) : False := loop n.\nSet Guard Checking.\n"
+    )
     patched = _patched("destruct (loop 0).", extra_before=trick)
     assert await _verify(path, patched) is Verdict.NEW_ASSUMPTIONS
 

@@ -1,0 +1,73 @@
+"""proof_orchestrator: fill the holes of Coq projects with machine-checked proofs.
+
+The public surface is re-exported here; submodules are implementation detail.
+"""
+
+from .errors import (
+    FileChangedError,
+    LedgerError,
+    OrchError,
+    PathNotFound,
+    ProjectError,
+    ProverCrashed,
+    ProverDesync,
+    ProverError,
+    ProverHung,
+    ProverNotFound,
+    ProverReplyTooLarge,
+    ProverStartError,
+    ScriptRejected,
+    SessionClosed,
+    SourceSyntaxError,
+)
+from .goals import DEFAULT_BUDGET, Budget, Goal, HoleKind, Outcome
+from .ledger import Ledger
+from .pipeline import FileReport, FileStatus, FillOptions, FillReport, GoalReport, fill
+from .provers.base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
+from .provers.coq import CoqProver, CoqSession, CoqSettings
+from .provers.coq_verify import CoqVerifier
+from .strategies import MicroStrategy, Strategy, StrategyResult
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_BUDGET",
+    "Budget",
+    "CoqProver",
+    "CoqSession",
+    "CoqSettings",
+    "CoqVerifier",
+    "FileChangedError",
+    "FileReport",
+    "FileStatus",
+    "FillOptions",
+    "FillReport",
+    "Goal",
+    "GoalReport",
+    "HoleKind",
+    "Ledger",
+    "LedgerError",
+    "MicroStrategy",
+    "OrchError",
+    "Outcome",
+    "PathNotFound",
+    "ProjectError",
+    "ProofState",
+    "ProverCrashed",
+    "ProverDesync",
+    "ProverError",
+    "ProverHung",
+    "ProverNotFound",
+    "ProverReplyTooLarge",
+    "ProverStartError",
+    "ScriptRejected",
+    "SessionClosed",
+    "SourceSyntaxError",
+    "Strategy",
+    "StrategyResult",
+    "TacticResult",
+    "TacticStatus",
+    "Verdict",
+    "VerificationResult",
+    "fill",
+]

@@ -75,8 +75,12 @@ async def _recheck(files: list[Path], flags: list[str]) -> dict[str, Any]:
         if run.returncode == 0:
             compiled += 1
         remaining[path.stem] = [hole.goal.name for hole in scan_coq_file(path)]
-    return {"files": len(files), "compiled": compiled, "cpu_seconds": round(cpu, 3),
-            "remaining_holes": remaining}
+    return {
+        "files": len(files),
+        "compiled": compiled,
+        "cpu_seconds": round(cpu, 3),
+        "remaining_holes": remaining,
+    }
 
 
 async def run_bank(
@@ -102,16 +106,25 @@ async def run_bank(
             target = workdir / source.name
             shutil.copyfile(source, target)
             copies.append(target)
-        (workdir / "_CoqProject").write_text("-Q . Bank\n" + "\n".join(c.name for c in copies) + "\n")
+        (workdir / "_CoqProject").write_text(
+            "-Q . Bank\n" + "\n".join(c.name for c in copies) + "\n"
+        )
         ledger_path = out_dir / f"{stamp}.sqlite"
         ledger = Ledger(f"sqlite:///{ledger_path}")
         started = time.monotonic()
         try:
             report: FillReport = await fill(
-                [workdir], ledger, FillOptions(
-                    budget=options.budget, dry_run=False, reuse=False,
-                    settings=options.settings, command="bank",
-                ), on_goal=on_goal, on_files=on_files,
+                [workdir],
+                ledger,
+                FillOptions(
+                    budget=options.budget,
+                    dry_run=False,
+                    reuse=False,
+                    settings=options.settings,
+                    command="bank",
+                ),
+                on_goal=on_goal,
+                on_files=on_files,
             )
         finally:
             ledger.close()
@@ -140,19 +153,21 @@ def _result(
     for goal_report in report.goals:
         entry = index.get(goal_report.goal.name)
         proved = goal_report.outcome is Outcome.PROVED
-        rows.append({
-            "id": goal_report.goal.name,
-            "domain": entry.domain if entry else "unlabelled",
-            "level": entry.level if entry else "unlabelled",
-            # solved only if the pipeline proved it AND the recompiled file has no hole left for it
-            "solved": proved and goal_report.goal.name not in remaining,
-            "outcome": goal_report.outcome.value,
-            "strategy": goal_report.strategy if proved else "",
-            "script": " ".join(goal_report.sentences) if proved else "",
-            "tactics_tried": goal_report.tactics_tried,
-            "cpu_seconds": round(goal_report.cpu_seconds, 4),
-            "wall_seconds": round(goal_report.wall_seconds, 4),
-        })
+        rows.append(
+            {
+                "id": goal_report.goal.name,
+                "domain": entry.domain if entry else "unlabelled",
+                "level": entry.level if entry else "unlabelled",
+                # solved: proved by the pipeline AND no hole left for it in the recompiled file
+                "solved": proved and goal_report.goal.name not in remaining,
+                "outcome": goal_report.outcome.value,
+                "strategy": goal_report.strategy if proved else "",
+                "script": " ".join(goal_report.sentences) if proved else "",
+                "tactics_tried": goal_report.tactics_tried,
+                "cpu_seconds": round(goal_report.cpu_seconds, 4),
+                "wall_seconds": round(goal_report.wall_seconds, 4),
+            }
+        )
     solved = sum(1 for r in rows if r["solved"])
     per_strategy: dict[str, dict[str, float]] = {}
     for r in rows:
@@ -166,10 +181,15 @@ def _result(
         "timestamp": stamp,
         "prover": "coq",
         "prover_version": report.prover_version,
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
-        "budget": {"cpu_seconds_per_goal": options.budget.cpu_seconds,
-                   "tactic_seconds": options.budget.tactic_seconds},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+        },
+        "budget": {
+            "cpu_seconds_per_goal": options.budget.cpu_seconds,
+            "tactic_seconds": options.budget.tactic_seconds,
+        },
         "totals": {
             "lemmas": len(rows),
             "solved": solved,

@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from .bank import run_bank
@@ -41,6 +47,7 @@ EXIT_INTERRUPTED = 130
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro``; SIGINT and SIGTERM cancel it (cleanup runs), then exit 130."""
+
     async def main() -> T:
         task = asyncio.current_task()
         loop = asyncio.get_running_loop()
@@ -54,8 +61,10 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
-        console.print("[yellow]Interrupted.[/] Files hold either their old text or verified proofs; "
-                      "every finished attempt is in the ledger. Run the same command again to resume.")
+        console.print(
+            "[yellow]Interrupted.[/] Files hold either their old text or verified proofs; "
+            "every finished attempt is in the ledger. Run the same command again to resume."
+        )
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
@@ -73,9 +82,15 @@ def _budget(budget: float, tactic_timeout: float) -> Budget:
 
 def _progress() -> Progress:
     return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("proved {task.fields[proved]}"), TimeElapsedColumn(), TextColumn("ETA"),
-        TimeRemainingColumn(), console=console, transient=False,
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("proved {task.fields[proved]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
     )
 
 
@@ -102,10 +117,15 @@ def _goal_table(report: FillReport) -> Table:
         table.add_column(column, overflow="fold")
     for file_report in report.files:
         for g in file_report.goals:
-            colour = {"proved": "green", "rejected": "red", "error": "red"}.get(g.outcome.value, "yellow")
+            colour = {"proved": "green", "rejected": "red", "error": "red"}.get(
+                g.outcome.value, "yellow"
+            )
             table.add_row(
-                file_report.path.name, str(g.goal.line), g.goal.name,
-                f"[{colour}]{g.outcome.value}[/]", g.strategy,
+                file_report.path.name,
+                str(g.goal.line),
+                g.goal.name,
+                f"[{colour}]{g.outcome.value}[/]",
+                g.strategy,
                 " ".join(g.sentences) if g.outcome is Outcome.PROVED else g.message[:60],
                 f"{g.cpu_seconds:.2f}",
             )
@@ -122,11 +142,20 @@ def _fill_json(report: FillReport) -> dict[str, Any]:
         "wall_seconds": round(report.wall_seconds, 3),
         "files": [
             {
-                "path": str(f.path), "status": f.status.value, "written": f.written, "message": f.message,
+                "path": str(f.path),
+                "status": f.status.value,
+                "written": f.written,
+                "message": f.message,
                 "goals": [
-                    {"name": g.goal.name, "line": g.goal.line, "outcome": g.outcome.value,
-                     "strategy": g.strategy, "script": " ".join(g.sentences),
-                     "cpu_seconds": round(g.cpu_seconds, 4), "message": g.message}
+                    {
+                        "name": g.goal.name,
+                        "line": g.goal.line,
+                        "outcome": g.outcome.value,
+                        "strategy": g.strategy,
+                        "script": " ".join(g.sentences),
+                        "cpu_seconds": round(g.cpu_seconds, 4),
+                        "message": g.message,
+                    }
                     for g in f.goals
                 ],
             }
@@ -148,11 +177,20 @@ def _open_ledger(db: str | None, anchor: Path) -> Ledger:
 @app.command("fill")
 def fill_command(
     paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="prove and verify, but write no file")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="prove and verify, but write no file")
+    ] = False,
     budget: Annotated[float, typer.Option(help="CPU seconds per goal and strategy")] = 10.0,
     tactic_timeout: Annotated[float, typer.Option(help="timeout of one tactic, seconds")] = 1.0,
-    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path (default: <project>/.orch/ledger.sqlite, or ORCH_DB_URL)")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON report instead of tables")] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="ledger URL or SQLite path (default: ORCH_DB_URL or <project>/.orch/ledger.sqlite)"
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print a JSON report instead of tables")
+    ] = False,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     try:
@@ -165,7 +203,9 @@ def fill_command(
     try:
         with _progress() as progress:
             tracker = _Tracker(progress, "fill")
-            report = _run(fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files))
+            report = _run(
+                fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files)
+            )
     except OrchError as exc:
         raise _fail(str(exc)) from exc
     finally:
@@ -177,27 +217,32 @@ def fill_command(
     for f in report.files:
         if f.status is not FileStatus.DONE:
             out.print(f"[red]{f.path}[/]: {f.status.value}. {f.message[:500]}")
-    written = sum(1 for f in report.files if f.written)
-    verb = "would be written (dry run)" if dry_run else "written"
+    if dry_run:
+        touched = sum(1 for f in report.files if any(g.outcome is Outcome.PROVED for g in f.goals))
+        files_note = f"{touched} file(s) would change (dry run, nothing written)"
+    else:
+        files_note = f"{sum(1 for f in report.files if f.written)} file(s) written"
     out.print(
-        f"[bold]{report.proved}/{len(report.goals)}[/] holes proved and verified; "
-        f"{written if not dry_run else sum(1 for f in report.files if any(g.outcome is Outcome.PROVED for g in f.goals))} "
-        f"file(s) {verb}; {report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall; "
-        f"ledger {ledger.url}"
+        f"[bold]{report.proved}/{len(report.goals)}[/] holes proved and verified; {files_note}; "
+        f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall; ledger {ledger.url}"
     )
 
 
 @app.command("bank")
 def bank_command(
     bank: Annotated[Path, typer.Option(help="the benchmark bank folder")] = Path("bench/bank"),
-    out_dir: Annotated[Path, typer.Option("--out", help="where result JSON goes")] = Path("bench/results"),
+    out_dir: Annotated[Path, typer.Option("--out", help="where result JSON goes")] = Path(
+        "bench/results"
+    ),
     budget: Annotated[float, typer.Option(help="CPU seconds per goal")] = 10.0,
     tactic_timeout: Annotated[float, typer.Option(help="timeout of one tactic, seconds")] = 1.0,
     as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
 ) -> None:
     """Run the Coq benchmark bank on copies and write bench/results/<timestamp>.json."""
     if not bank.is_dir():
-        raise _fail(f"{bank} does not exist; run from the repository root or pass --bank", EXIT_BAD_INPUT)
+        raise _fail(
+            f"{bank} does not exist; run from the repository root or pass --bank", EXIT_BAD_INPUT
+        )
     try:
         resolve("coqtop")
     except ProverNotFound as exc:
@@ -206,7 +251,9 @@ def bank_command(
     try:
         with _progress() as progress:
             tracker = _Tracker(progress, "bank")
-            result, path = _run(run_bank(bank, out_dir, options, on_goal=tracker.goal, on_files=tracker.files))
+            result, path = _run(
+                run_bank(bank, out_dir, options, on_goal=tracker.goal, on_files=tracker.files)
+            )
     except OrchError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
@@ -217,7 +264,13 @@ def bank_command(
         for column in ("category", "solved", "total", "rate", "cpu s"):
             table.add_column(column)
         for name, g in sorted(result[key].items()):
-            table.add_row(name, str(g["solved"]), str(g["total"]), f"{g['rate']:.0%}", f"{g['cpu_seconds']:.1f}")
+            table.add_row(
+                name,
+                str(g["solved"]),
+                str(g["total"]),
+                f"{g['rate']:.0%}",
+                f"{g['cpu_seconds']:.1f}",
+            )
         out.print(table)
     table = Table(title="By strategy")
     for column in ("strategy", "solved", "cpu s"):
@@ -228,16 +281,20 @@ def bank_command(
     totals = result["totals"]
     recheck = result["recheck"]
     out.print(
-        f"[bold]{totals['solved']}/{totals['lemmas']} solved ({totals['rate']:.1%})[/] with Coq "
-        f"{result['prover_version']} in {totals['wall_seconds']:.1f} s wall; search {totals['search_cpu_seconds']:.1f} CPU s, "
-        f"verification {totals['verify_cpu_seconds']:.1f} CPU s. Re-check: {recheck['compiled']}/{recheck['files']} "
-        f"patched files compile from scratch.\nResult: {path}"
+        f"[bold]{totals['solved']}/{totals['lemmas']} solved ({totals['rate']:.1%})[/] "
+        f"with Coq {result['prover_version']} in {totals['wall_seconds']:.1f} s wall; "
+        f"search {totals['search_cpu_seconds']:.1f} CPU s, "
+        f"verification {totals['verify_cpu_seconds']:.1f} CPU s. "
+        f"Re-check: {recheck['compiled']}/{recheck['files']} patched files compile from scratch."
+        f"\nResult: {path}"
     )
 
 
 @app.command("stats")
 def stats_command(
-    path: Annotated[Path, typer.Argument(help="a project folder or file (finds its ledger)")] = Path("."),
+    path: Annotated[
+        Path, typer.Argument(help="a project folder or file (finds its ledger)")
+    ] = Path("."),
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -255,19 +312,25 @@ def stats_command(
         out.print_json(json.dumps(stats))
         return
     out.print(f"Ledger: {stats['url']}")
-    out.print(f"Goals: {stats['goals'] or 'none'}; attempts: {stats['attempts'] or 'none'}; "
-              f"verified proofs: {stats['proofs']}; CPU: {stats['cpu_seconds']:.1f} s")
+    out.print(
+        f"Goals: {stats['goals'] or 'none'}; attempts: {stats['attempts'] or 'none'}; "
+        f"verified proofs: {stats['proofs']}; CPU: {stats['cpu_seconds']:.1f} s"
+    )
     table = Table(title="Strategies")
     for column in ("strategy", "attempts", "proved", "cpu s"):
         table.add_column(column)
     for s in stats["strategies"]:
-        table.add_row(s["strategy"], str(s["attempts"]), str(s["proved"]), f"{s['cpu_seconds']:.1f}")
+        table.add_row(
+            s["strategy"], str(s["attempts"]), str(s["proved"]), f"{s['cpu_seconds']:.1f}"
+        )
     out.print(table)
     runs = Table(title="Recent runs")
     for column in ("id", "command", "status", "started", "finished"):
         runs.add_column(column)
     for r in stats["recent_runs"]:
-        runs.add_row(str(r["id"]), r["command"], r["status"], r["started_at"] or "", r["finished_at"] or "")
+        runs.add_row(
+            str(r["id"]), r["command"], r["status"], r["started_at"] or "", r["finished_at"] or ""
+        )
     out.print(runs)
 
 
@@ -276,17 +339,39 @@ def doctor_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
     """Which provers and tools are available, with versions, and what is missing."""
     checks = run_checks()
     if as_json:
-        out.print_json(json.dumps([c.__dict__ if hasattr(c, "__dict__") else
-                                   {"name": c.name, "found": c.found, "version": c.version,
-                                    "detail": c.detail, "need": c.need} for c in checks]))
+        out.print_json(
+            json.dumps(
+                [
+                    c.__dict__
+                    if hasattr(c, "__dict__")
+                    else {
+                        "name": c.name,
+                        "found": c.found,
+                        "version": c.version,
+                        "detail": c.detail,
+                        "need": c.need,
+                    }
+                    for c in checks
+                ]
+            )
+        )
     else:
         table = Table(title="orch doctor")
         for column in ("tool", "status", "version", "detail", "needed for"):
             table.add_column(column)
         for c in checks:
-            status = "[green]found[/]" if c.found else ("[red]missing[/]" if c.need == "required" else "[yellow]missing[/]")
-            table.add_row(c.name, status, c.version, c.detail,
-                          "the Coq pipeline" if c.need == "required" else "optional")
+            status = (
+                "[green]found[/]"
+                if c.found
+                else ("[red]missing[/]" if c.need == "required" else "[yellow]missing[/]")
+            )
+            table.add_row(
+                c.name,
+                status,
+                c.version,
+                c.detail,
+                "the Coq pipeline" if c.need == "required" else "optional",
+            )
         out.print(table)
     if any(c.need == "required" and not c.found for c in checks):
         raise typer.Exit(1)
@@ -297,4 +382,4 @@ def main() -> None:  # pragma: no cover - console entry point
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    main()

@@ -47,7 +47,7 @@ FORBIDDEN_IDENTIFIERS = frozenset(
         "vm_cast_no_check",
         "native_cast_no_check",
         "change_no_check",
-        }
+    }
 )
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _IDENT = re.compile(r"[A-Za-z_][\w']*")

@@ -133,7 +133,8 @@ def split_sentences(text: str) -> list[Sentence]:
         while True:
             if i >= n:
                 raise SourceSyntaxError(
-                    f"text from offset {start} does not end with a period: {text[start:start + 60]!r}"
+                    f"text from offset {start} does not end with a period: "
+                    f"{text[start : start + 60]!r}"
                 )
             ch = text[i]
             if text.startswith("(*", i):

@@ -47,7 +47,9 @@ def run_checks() -> list[Check]:
     checks = [
         _tool("coqtop", ["coqtop", "--version"], "required", "apt-get install coq"),
         _tool("coqc", ["coqc", "--version"], "required", "apt-get install coq"),
-        _tool("eprover", ["eprover", "--version"], "optional", "apt-get install eprover (hammer ATP)"),
+        _tool(
+            "eprover", ["eprover", "--version"], "optional", "apt-get install eprover (hammer ATP)"
+        ),
         _tool("cvc4", ["cvc4", "--version"], "optional", "apt-get install cvc4 (hammer ATP)"),
         _tool("z3", ["z3", "--version"], "optional", "apt-get install z3 (hammer ATP)"),
         _tool("vampire", ["vampire", "--version"], "optional", "not packaged in Debian"),
@@ -59,11 +61,18 @@ def run_checks() -> list[Check]:
         for root in ("/usr/lib/ocaml/coq/user-contrib", "/usr/lib/coq/user-contrib")
     )
     on_path = str(HAMMER_LIBEXEC) in os.environ.get("PATH", "").split(os.pathsep)
-    checks.append(Check(
-        "coq-hammer", hammer_plugin, "",
-        ("plugin installed; " if hammer_plugin else "apt-get install libcoq-hammer; ")
-        + (f"{HAMMER_LIBEXEC} is on PATH" if on_path
-           else f"{HAMMER_LIBEXEC} is not on PATH: hammer's ATP calls would fail"),
-        "optional",
-    ))
+    checks.append(
+        Check(
+            "coq-hammer",
+            hammer_plugin,
+            "",
+            ("plugin installed; " if hammer_plugin else "apt-get install libcoq-hammer; ")
+            + (
+                f"{HAMMER_LIBEXEC} is on PATH"
+                if on_path
+                else f"{HAMMER_LIBEXEC} is not on PATH: hammer's ATP calls would fail"
+            ),
+            "optional",
+        )
+    )
     return checks

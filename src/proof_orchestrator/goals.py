@@ -10,7 +10,7 @@ from pathlib import Path
 __all__ = ["DEFAULT_BUDGET", "Budget", "Goal", "HoleKind", "Outcome", "fingerprint_of"]
 
 
-class Outcome(str, enum.Enum):
+class Outcome(enum.StrEnum):
     """How one attempt (one strategy on one goal) ended."""
 
     #: the prover accepted the script in the session and the whole-file check passed
@@ -29,7 +29,7 @@ class Outcome(str, enum.Enum):
     CANCELLED = "cancelled"
 
 
-class HoleKind(str, enum.Enum):
+class HoleKind(enum.StrEnum):
     """What marks a declaration as unproved."""
 
     #: the proof ends with ``Admitted.``

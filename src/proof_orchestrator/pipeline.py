@@ -38,13 +38,21 @@ from .provers.coq_verify import CoqVerifier
 from .strategies.base import Strategy
 from .strategies.micro import MicroStrategy
 
-__all__ = ["FileReport", "FileStatus", "FillOptions", "FillReport", "GoalReport", "collect_files", "fill"]
+__all__ = [
+    "FileReport",
+    "FileStatus",
+    "FillOptions",
+    "FillReport",
+    "GoalReport",
+    "collect_files",
+    "fill",
+]
 
 #: the strategy name under which proofs replayed from the ledger are recorded
 LEDGER_REPLAY = "ledger-replay"
 
 
-class FileStatus(str, enum.Enum):
+class FileStatus(enum.StrEnum):
     #: processed (whether or not anything was proved)
     DONE = "done"
     #: the file did not compile before any change; skipped
@@ -97,16 +105,18 @@ class FillReport:
 
     @property
     def cpu_seconds(self) -> float:
-        return sum(g.cpu_seconds for g in self.goals) + sum(f.verify_cpu_seconds for f in self.files)
+        return sum(g.cpu_seconds for g in self.goals) + sum(
+            f.verify_cpu_seconds for f in self.files
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class FillOptions:
-    budget: Budget = Budget(cpu_seconds=10.0, tactic_seconds=1.0)
+    budget: Budget = field(default_factory=lambda: Budget(cpu_seconds=10.0, tactic_seconds=1.0))
     dry_run: bool = False
     #: reuse verified proofs from the ledger instead of searching again
     reuse: bool = True
-    settings: CoqSettings = CoqSettings()
+    settings: CoqSettings = field(default_factory=CoqSettings)
     command: str = "fill"
 
 
@@ -120,7 +130,8 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
             files.extend(load_coqproject(path).files)
         elif path.is_dir():
             files.extend(
-                p for p in sorted(path.rglob("*.v"))
+                p
+                for p in sorted(path.rglob("*.v"))
                 if not any(part.startswith(".") for part in p.relative_to(path).parts)
             )
         elif path.suffix == ".v":
@@ -139,7 +150,9 @@ class _ProjectTools:
     def __init__(self, project: CoqProject, settings: CoqSettings) -> None:
         cwd = str(project.root)
         self.prover = CoqProver(project.flags, cwd=cwd, settings=settings)
-        self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=settings.coqc, coqtop=settings.coqtop)
+        self.verifier = CoqVerifier(
+            project.flags, cwd=cwd, coqc=settings.coqc, coqtop=settings.coqtop
+        )
 
     async def aclose(self) -> None:
         await self.prover.aclose()
@@ -164,8 +177,8 @@ async def fill(
     scanned: list[tuple[Path, str | None, list[CoqHole], str]] = []
     for path in files:
         try:
-            text = path.read_text(encoding="utf-8")
-            scanned.append((path, text, scan_coq_text(path, text), ""))
+            content = path.read_text(encoding="utf-8")
+            scanned.append((path, content, scan_coq_text(path, content), ""))
         except (OSError, UnicodeDecodeError, OrchError) as exc:
             scanned.append((path, None, [], str(exc)))
     if on_files is not None:
@@ -177,9 +190,12 @@ async def fill(
     await version_probe.aclose()
     report.run_id = ledger.start_run(
         options.command,
-        {"paths": [str(p) for p in paths], "dry_run": options.dry_run,
-         "budget_cpu_seconds": options.budget.cpu_seconds,
-         "tactic_seconds": options.budget.tactic_seconds},
+        {
+            "paths": [str(p) for p in paths],
+            "dry_run": options.dry_run,
+            "budget_cpu_seconds": options.budget.cpu_seconds,
+            "tactic_seconds": options.budget.tactic_seconds,
+        },
         report.prover_version,
     )
     status = "finished"
@@ -198,8 +214,16 @@ async def fill(
             file_report = FileReport(path, FileStatus.INTERRUPTED)
             report.files.append(file_report)
             await _fill_file(
-                path, text, holes, project_tools, ledger, report, file_report,
-                options, strategies, on_goal,
+                path,
+                text,
+                holes,
+                project_tools,
+                ledger,
+                report,
+                file_report,
+                options,
+                strategies,
+                on_goal,
             )
     except BaseException:
         status = "interrupted"
@@ -242,16 +266,26 @@ async def _fill_file(
     candidates: list[tuple[CoqHole, GoalReport, int]] = []
     for hole in holes:
         goal_id = ledger.upsert_goal(hole.goal)
-        goal_report = await _search(hole, text, tools.prover, ledger, options, strategies, run_id,
-                                    goal_id, report.prover_version)
+        goal_report = await _search(
+            hole,
+            text,
+            tools.prover,
+            ledger,
+            options,
+            strategies,
+            run_id,
+            goal_id,
+            report.prover_version,
+        )
         file_report.goals.append(goal_report)
         if goal_report.outcome is Outcome.CANDIDATE:
             candidates.append((hole, goal_report, goal_id))
         elif on_goal:
             on_goal(goal_report)
 
-    accepted = await _verify(path, text, candidates, tools.verifier, ledger, run_id,
-                             report.prover_version, file_report)
+    accepted = await _verify(
+        path, text, candidates, tools.verifier, ledger, run_id, report.prover_version, file_report
+    )
     final_text = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in accepted])
     written = False
     if accepted and not options.dry_run:
@@ -261,15 +295,24 @@ async def _fill_file(
         except FileChangedError as exc:
             file_report.status = FileStatus.CHANGED
             file_report.message = str(exc)
-    diff = "".join(difflib.unified_diff(
-        text.splitlines(keepends=True), final_text.splitlines(keepends=True),
-        fromfile=str(path), tofile=str(path),
-    ))
+    diff = "".join(
+        difflib.unified_diff(
+            text.splitlines(keepends=True),
+            final_text.splitlines(keepends=True),
+            fromfile=str(path),
+            tofile=str(path),
+        )
+    )
     for hole, goal_report, goal_id in accepted:
         ledger.record_proof(
-            run_id=run_id, goal_id=goal_id, fingerprint=hole.goal.fingerprint,
-            sentences=goal_report.sentences, strategy=goal_report.strategy,
-            prover_version=report.prover_version, diff=diff, written=written,
+            run_id=run_id,
+            goal_id=goal_id,
+            fingerprint=hole.goal.fingerprint,
+            sentences=goal_report.sentences,
+            strategy=goal_report.strategy,
+            prover_version=report.prover_version,
+            diff=diff,
+            written=written,
         )
     for _, goal_report, _ in candidates:
         if on_goal:
@@ -308,9 +351,14 @@ async def _search(
                 result = await strategy.prove(session, goal, options.budget)
         except (ProverError, PrefixError) as exc:
             ledger.record_attempt(
-                run_id=run_id, goal_id=goal_id, fingerprint=goal.fingerprint,
-                strategy=strategy.name, outcome=Outcome.ERROR, prover_version=version,
-                wall_seconds=time.monotonic() - started, message=str(exc),
+                run_id=run_id,
+                goal_id=goal_id,
+                fingerprint=goal.fingerprint,
+                strategy=strategy.name,
+                outcome=Outcome.ERROR,
+                prover_version=version,
+                wall_seconds=time.monotonic() - started,
+                message=str(exc),
             )
             last = GoalReport(goal, Outcome.ERROR, strategy.name, message=str(exc))
             continue
@@ -326,12 +374,21 @@ async def _search(
             except ScriptRejected as exc:
                 outcome, message = Outcome.REJECTED, str(exc)
         ledger.record_attempt(
-            run_id=run_id, goal_id=goal_id, fingerprint=goal.fingerprint, strategy=strategy.name,
-            outcome=outcome, tactic=" ".join(sentences), tactics_tried=result.tactics_tried,
-            cpu_seconds=result.cpu_seconds, wall_seconds=result.wall_seconds,
-            prover_version=version, message=message,
+            run_id=run_id,
+            goal_id=goal_id,
+            fingerprint=goal.fingerprint,
+            strategy=strategy.name,
+            outcome=outcome,
+            tactic=" ".join(sentences),
+            tactics_tried=result.tactics_tried,
+            cpu_seconds=result.cpu_seconds,
+            wall_seconds=result.wall_seconds,
+            prover_version=version,
+            message=message,
         )
-        last = GoalReport(goal, outcome, strategy.name, sentences, tried, total_cpu, total_wall, message)
+        last = GoalReport(
+            goal, outcome, strategy.name, sentences, tried, total_cpu, total_wall, message
+        )
         if outcome is Outcome.CANDIDATE:
             return last
     ledger.set_goal_status(goal_id, "failed")
@@ -351,8 +408,15 @@ async def _replay(
         return None
     if result.status is not TacticStatus.COMPLETE:
         return None
-    return GoalReport(hole.goal, Outcome.CANDIDATE, LEDGER_REPLAY, sentences, len(sentences), cpu,
-                      time.monotonic() - started)
+    return GoalReport(
+        hole.goal,
+        Outcome.CANDIDATE,
+        LEDGER_REPLAY,
+        sentences,
+        len(sentences),
+        cpu,
+        time.monotonic() - started,
+    )
 
 
 async def _verify(
@@ -390,9 +454,13 @@ async def _verify(
                 goal_report.outcome = Outcome.REJECTED
                 goal_report.message = detail[-1000:]
                 ledger.record_attempt(
-                    run_id=run_id, goal_id=goal_id, fingerprint=goal_report.goal.fingerprint,
-                    strategy=goal_report.strategy, outcome=Outcome.REJECTED,
-                    tactic=" ".join(goal_report.sentences), prover_version=version,
+                    run_id=run_id,
+                    goal_id=goal_id,
+                    fingerprint=goal_report.goal.fingerprint,
+                    strategy=goal_report.strategy,
+                    outcome=Outcome.REJECTED,
+                    tactic=" ".join(goal_report.sentences),
+                    prover_version=version,
                     message=detail,
                 )
     for _, goal_report, _ in accepted:
@@ -406,7 +474,9 @@ def summarize(report: FillReport) -> dict[str, object]:
     for g in report.goals:
         if not g.strategy:
             continue
-        entry = per_strategy.setdefault(g.strategy, {"proved": 0, "attempted": 0, "cpu_seconds": 0.0})
+        entry = per_strategy.setdefault(
+            g.strategy, {"proved": 0, "attempted": 0, "cpu_seconds": 0.0}
+        )
         entry["attempted"] += 1
         entry["cpu_seconds"] += g.cpu_seconds
         if g.outcome is Outcome.PROVED:

@@ -61,7 +61,8 @@ class Ledger:
         except (OSError, SQLAlchemyError) as exc:
             raise LedgerError(
                 f"cannot open the ledger at {url}: {exc}. Check that the file is readable and "
-                "writable and not locked by another program, or choose another with --db / ORCH_DB_URL."
+                "writable and not locked by another program, "
+                "or choose another with --db / ORCH_DB_URL."
             ) from exc
         self.engine: Engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
@@ -115,8 +116,12 @@ class Ledger:
             )
             if row is None:
                 row = GoalRow(
-                    fingerprint=goal.fingerprint, file=str(goal.file), name=goal.name,
-                    line=goal.line, statement=goal.statement, language=goal.language,
+                    fingerprint=goal.fingerprint,
+                    file=str(goal.file),
+                    name=goal.name,
+                    line=goal.line,
+                    statement=goal.statement,
+                    language=goal.language,
                 )
                 s.add(row)
                 s.flush()
@@ -151,10 +156,17 @@ class Ledger:
     ) -> int:
         with self._session() as s:
             row = Attempt(
-                run_id=run_id, goal_id=goal_id, fingerprint=fingerprint, strategy=strategy,
-                outcome=outcome.value, tactic=tactic, tactics_tried=tactics_tried,
-                cpu_seconds=cpu_seconds, wall_seconds=wall_seconds,
-                prover_version=prover_version, message=message[:4000],
+                run_id=run_id,
+                goal_id=goal_id,
+                fingerprint=fingerprint,
+                strategy=strategy,
+                outcome=outcome.value,
+                tactic=tactic,
+                tactics_tried=tactics_tried,
+                cpu_seconds=cpu_seconds,
+                wall_seconds=wall_seconds,
+                prover_version=prover_version,
+                message=message[:4000],
             )
             s.add(row)
             s.flush()
@@ -180,8 +192,14 @@ class Ledger:
     ) -> int:
         with self._session() as s:
             proof = Proof(
-                run_id=run_id, goal_id=goal_id, fingerprint=fingerprint, sentences=list(sentences),
-                strategy=strategy, prover_version=prover_version, diff=diff, written=written,
+                run_id=run_id,
+                goal_id=goal_id,
+                fingerprint=fingerprint,
+                sentences=list(sentences),
+                strategy=strategy,
+                prover_version=prover_version,
+                diff=diff,
+                written=written,
             )
             s.add(proof)
             key = " ".join(sentences)
@@ -202,15 +220,18 @@ class Ledger:
         """The newest verified proof of a fingerprint, if any."""
         with self._session() as s:
             proof = s.scalar(
-                select(Proof).where(Proof.fingerprint == fingerprint)
-                .order_by(Proof.verified_at.desc()).limit(1)
+                select(Proof)
+                .where(Proof.fingerprint == fingerprint)
+                .order_by(Proof.verified_at.desc())
+                .limit(1)
             )
             return tuple(proof.sentences) if proof is not None else None
 
     def cached_tactics(self, fingerprint: str) -> list[str]:
         with self._session() as s:
             rows = s.scalars(
-                select(TacticCache).where(TacticCache.fingerprint == fingerprint)
+                select(TacticCache)
+                .where(TacticCache.fingerprint == fingerprint)
                 .order_by(TacticCache.successes.desc())
             )
             return [row.tactic for row in rows]
@@ -226,7 +247,12 @@ class Ledger:
                 s.execute(select(Attempt.outcome, func.count()).group_by(Attempt.outcome)).all()
             )
             per_strategy = [
-                {"strategy": strategy, "attempts": n, "proved": int(proved or 0), "cpu_seconds": float(cpu or 0)}
+                {
+                    "strategy": strategy,
+                    "attempts": n,
+                    "proved": int(proved or 0),
+                    "cpu_seconds": float(cpu or 0),
+                }
                 for strategy, n, proved, cpu in s.execute(
                     select(
                         Attempt.strategy,
@@ -237,8 +263,13 @@ class Ledger:
                 ).all()
             ]
             runs = [
-                {"id": r.id, "command": r.command, "status": r.status,
-                 "started_at": _iso(r.started_at), "finished_at": _iso(r.finished_at)}
+                {
+                    "id": r.id,
+                    "command": r.command,
+                    "status": r.status,
+                    "started_at": _iso(r.started_at),
+                    "finished_at": _iso(r.finished_at),
+                }
                 for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(10))
             ]
             return {

@@ -22,6 +22,7 @@ __all__ = [
     "LEMMA_KEYWORDS",
     "CoqHole",
     "DeclaredProof",
+    "admit_proofs",
     "declared_axioms",
     "iter_proofs",
     "scan_coq_file",
@@ -200,3 +201,25 @@ def declared_axioms(text: str) -> frozenset[str]:
 
 def scan_coq_file(path: Path) -> list[CoqHole]:
     return scan_coq_text(path, path.read_text(encoding="utf-8"))
+
+
+def admit_proofs(text: str) -> tuple[str, list[str]]:
+    """Replace every ``Qed`` proof of a lemma-like declaration by ``Admitted.``.
+
+    Used to build re-proving benchmarks from real files. ``Defined`` proofs are
+    kept (their bodies may be computed with). Returns the new text and the
+    names whose proofs were hidden.
+    """
+    hidden: list[str] = []
+    pieces: list[str] = []
+    cursor = 0
+    for proof in iter_proofs(split_sentences(text)):
+        if proof.ending != "Qed":
+            continue
+        start = proof.proof[0].start
+        pieces.append(text[cursor:start])
+        pieces.append("Admitted.")
+        cursor = proof.proof[-1].end
+        hidden.append(proof.name)
+    pieces.append(text[cursor:])
+    return "".join(pieces), hidden

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-class TacticStatus(str, enum.Enum):
+class TacticStatus(enum.StrEnum):
     """What happened to one tactic sent to a session."""
 
     #: no goals remain: the proof can be closed
@@ -115,7 +115,7 @@ class Prover(Protocol):
     async def aclose(self) -> None: ...
 
 
-class Verdict(str, enum.Enum):
+class Verdict(enum.StrEnum):
     """The verifier's answer for one candidate proof."""
 
     #: the file compiles and the proof assumes nothing new

@@ -144,7 +144,9 @@ class CoqSession:
             return
         # the state belongs to a process that was replaced: rebuild it
         await self.back_to(self.root)
-        result = await self.run_script(state.script, self.root, timeout=self._prover.settings.load_timeout)
+        result = await self.run_script(
+            state.script, self.root, timeout=self._prover.settings.load_timeout
+        )
         if not result.ok:
             raise ProverError(f"could not rebuild a proof state after a restart: {result.message}")
 
@@ -167,14 +169,21 @@ class CoqSession:
             await self._replace_process()
             return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))
         if reply.state == origin.token:
-            status = TacticStatus.TIMEOUT if reply.wall_seconds >= seconds * 0.95 else TacticStatus.FAILED
+            status = (
+                TacticStatus.TIMEOUT
+                if reply.wall_seconds >= seconds * 0.95
+                else TacticStatus.FAILED
+            )
             return TacticResult(status, origin, message=reply.output, cpu_seconds=reply.cpu_seconds)
         new_state = ProofState((*origin.script, code), reply.state, self._generation)
         self._current = new_state
         if _NO_MORE_GOALS.search(reply.output):
             return TacticResult(TacticStatus.COMPLETE, new_state, cpu_seconds=reply.cpu_seconds)
         return TacticResult(
-            TacticStatus.GOALS, new_state, goals=_split_goals(reply.output), cpu_seconds=reply.cpu_seconds
+            TacticStatus.GOALS,
+            new_state,
+            goals=_split_goals(reply.output),
+            cpu_seconds=reply.cpu_seconds,
         )
 
     async def run_script(
@@ -208,7 +217,9 @@ class CoqSession:
         for index, line in enumerate(lines):
             if line.strip() == f"Ltac {qualified}":
                 nxt = lines[index + 1].strip() if index + 1 < len(lines) else ""
-                shorter = re.match(r"\(shorter name to refer to it in current context is (\S+)\)", nxt)
+                shorter = re.match(
+                    r"\(shorter name to refer to it in current context is (\S+)\)", nxt
+                )
                 if shorter:
                     return shorter.group(1)
                 return basename if index == 0 else qualified
@@ -246,8 +257,13 @@ class CoqProver:
 
     name = "coq"
 
-    def __init__(self, flags: Sequence[str] = (), *, cwd: str | None = None,
-                 settings: CoqSettings | None = None) -> None:
+    def __init__(
+        self,
+        flags: Sequence[str] = (),
+        *,
+        cwd: str | None = None,
+        settings: CoqSettings | None = None,
+    ) -> None:
         self.flags = tuple(flags)
         self.cwd = cwd
         self.settings = settings or CoqSettings()
@@ -293,8 +309,12 @@ class CoqProver:
                 self._loaded[id(top)] = loaded
                 return top
             await top.aclose()
-        top = CoqTop(self.flags, cwd=self.cwd, executable=self.settings.coqtop,
-                     start_timeout=self.settings.start_timeout)
+        top = CoqTop(
+            self.flags,
+            cwd=self.cwd,
+            executable=self.settings.coqtop,
+            start_timeout=self.settings.start_timeout,
+        )
         await top.start()
         self.started += 1
         self._loaded[id(top)] = _Loaded(base=top.current, codes=[], states=[])
@@ -334,8 +354,10 @@ class CoqProver:
             before = top.current
             reply = await top.send(code, self.settings.load_timeout)
             if reply.state == before:
-                raise PrefixError(f"the file does not load up to the hole: {code[:80]!r} fails: "
-                                  f"{reply.output.strip()[-400:]}")
+                raise PrefixError(
+                    f"the file does not load up to the hole: {code[:80]!r} fails: "
+                    f"{reply.output.strip()[-400:]}"
+                )
             loaded.codes.append(code)
             loaded.states.append(reply.state)
         return top.current

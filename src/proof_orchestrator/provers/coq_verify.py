@@ -125,7 +125,9 @@ class CoqVerifier:
         build = await self._build(path, text)
         return build.ok, build.output
 
-    async def _assumptions(self, path: Path, build: _Build, names: Sequence[str]) -> dict[str, frozenset[str]]:
+    async def _assumptions(
+        self, path: Path, build: _Build, names: Sequence[str]
+    ) -> dict[str, frozenset[str]]:
         module = f"{_LOGICAL_ROOT}.{path.stem}"
         flags = [*self.flags, "-Q", str(build.directory), _LOGICAL_ROOT]
         result: dict[str, frozenset[str]] = {}
@@ -155,12 +157,17 @@ class CoqVerifier:
     ) -> VerificationResult:
         build = await self._build(path, patched)
         if not build.ok:
-            return VerificationResult(Verdict.DOES_NOT_COMPILE, build.output.strip()[-2000:],
-                                      cpu_seconds=build.cpu_seconds)
+            return VerificationResult(
+                Verdict.DOES_NOT_COMPILE,
+                build.output.strip()[-2000:],
+                cpu_seconds=build.cpu_seconds,
+            )
         base_build = await self._build(path, original)
         if not base_build.ok:
-            return VerificationResult(Verdict.DOES_NOT_COMPILE,
-                                      "the original file does not compile: " + base_build.output[-1000:])
+            return VerificationResult(
+                Verdict.DOES_NOT_COMPILE,
+                "the original file does not compile: " + base_build.output[-1000:],
+            )
         names = [goal.qualified_name for goal in goals]
         after = await self._assumptions(path, build, names)
         before = await self._assumptions(path, base_build, names)
@@ -177,6 +184,7 @@ class CoqVerifier:
                     continue
                 offending.append(f"{name}: {key}")
         if offending:
-            return VerificationResult(Verdict.NEW_ASSUMPTIONS, "; ".join(offending),
-                                      tuple(offending), build.cpu_seconds)
+            return VerificationResult(
+                Verdict.NEW_ASSUMPTIONS, "; ".join(offending), tuple(offending), build.cpu_seconds
+            )
         return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)

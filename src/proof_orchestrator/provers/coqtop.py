@@ -49,7 +49,7 @@ _PROMPT = re.compile(rb"<prompt>(.*?) < (\d+) \|(.*?)\| (\d+) < </prompt>")
 DEFAULT_REPLY_CAP = 16 * 1024**2
 
 
-class CoqTopState(str, enum.Enum):
+class CoqTopState(enum.StrEnum):
     #: created, not started
     UNOPENED = "unopened"
     #: started and answering
@@ -113,10 +113,14 @@ class CoqTop:
 
     async def start(self) -> None:
         if self.state is not CoqTopState.UNOPENED:
-            raise SessionClosed(f"cannot restart a coqtop in state {self.state.value}; make a new one")
+            raise SessionClosed(
+                f"cannot restart a coqtop in state {self.state.value}; make a new one"
+            )
         self._proc = await spawn(self._argv, cwd=self._cwd)
         self.state = CoqTopState.OPEN
-        self._reader = asyncio.create_task(self._read_loop(), name=f"coqtop-reader-{self._proc.pid}")
+        self._reader = asyncio.create_task(
+            self._read_loop(), name=f"coqtop-reader-{self._proc.pid}"
+        )
         try:
             first = await self._next_reply(self._start_timeout)
         except ProverHung as exc:
@@ -233,7 +237,9 @@ class CoqTop:
             item = await asyncio.wait_for(self._replies.get(), timeout)
         except TimeoutError:
             await self._poison(
-                ProverHung(f"coqtop gave no prompt within {timeout:.1f}s; its process group was killed")
+                ProverHung(
+                    f"coqtop gave no prompt within {timeout:.1f}s; its process group was killed"
+                )
             )
             raise  # unreachable: _poison raises
         if isinstance(item, _Fault):

@@ -23,7 +23,14 @@ import psutil
 
 from ..errors import ProverHung, ProverNotFound
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "CompletedRun", "run_command", "spawn", "stop_process", "tree_cpu_seconds"]
+__all__ = [
+    "DEFAULT_MEMORY_LIMIT",
+    "CompletedRun",
+    "run_command",
+    "spawn",
+    "stop_process",
+    "tree_cpu_seconds",
+]
 
 #: address-space cap for one prover process (bytes); ``ORCH_PROVER_MEMORY_MB`` overrides
 DEFAULT_MEMORY_LIMIT = 4 * 1024**3

@@ -151,12 +151,19 @@ class MicroStrategy:
             result = await session.run_tactic(script, session.root, timeout=timeout)
             if result.status is TacticStatus.COMPLETE:
                 return StrategyResult(
-                    Outcome.CANDIDATE, (script,), tried,
-                    session.cpu_seconds() - cpu_start, time.monotonic() - started,
+                    Outcome.CANDIDATE,
+                    (script,),
+                    tried,
+                    session.cpu_seconds() - cpu_start,
+                    time.monotonic() - started,
                 )
             if result.status is TacticStatus.FAILED:
                 last_message = result.message
         return StrategyResult(
-            outcome, (), tried, session.cpu_seconds() - cpu_start, time.monotonic() - started,
+            outcome,
+            (),
+            tried,
+            session.cpu_seconds() - cpu_start,
+            time.monotonic() - started,
             last_message[-500:],
         )

@@ -1,0 +1,73 @@
+"""The benchmark bank: both languages, labels, and a real run on part of it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.bank import load_index, run_bank
+from proof_orchestrator.goals import Budget
+from proof_orchestrator.pipeline import FillOptions
+
+from .conftest import BANK
+
+
+def coq_ids(path: Path) -> list[str]:
+    return re.findall(r"^Lemma (\w+)", path.read_text(), re.M)
+
+
+def lean_ids(path: Path) -> list[str]:
+    return re.findall(r"^theorem (\w+)", path.read_text(), re.M)
+
+
+def test_bank_has_120_labelled_lemmas_in_both_languages() -> None:
+    index = load_index(BANK)
+    assert len(index) >= 120
+    assert set(Counter(e.level for e in index.values())) == {"easy", "medium", "hard"}
+    assert set(Counter(e.domain for e in index.values())) == {"nat", "list", "bool", "option"}
+    for coq in sorted((BANK / "coq").glob("*.v")):
+        lean = BANK / "lean" / f"{coq.stem}.lean"
+        assert coq_ids(coq) == lean_ids(lean), coq.name
+        assert all(index[i].file == coq.stem for i in coq_ids(coq))
+        assert coq.read_text().count("Admitted.") == len(coq_ids(coq))
+        assert lean.read_text().count("sorry") == len(lean_ids(lean))
+    assert sum(len(coq_ids(p)) for p in (BANK / "coq").glob("*.v")) == len(index)
+
+
+@pytest.mark.parametrize("name", ["BankNat.v", "BankList.v", "BankBool.v", "BankOption.v"])
+def test_coq_bank_files_compile_with_their_holes(name: str, tmp_path: Path) -> None:
+    copy = tmp_path / name
+    shutil.copyfile(BANK / "coq" / name, copy)
+    done = subprocess.run(["coqc", str(copy)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> None:
+    bank = tmp_path / "bank"
+    (bank / "coq").mkdir(parents=True)
+    for name in ("BankOption.v", "BankBool.v"):
+        shutil.copyfile(BANK / "coq" / name, bank / "coq" / name)
+    shutil.copyfile(BANK / "index.tsv", bank / "index.tsv")
+    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    result, path = await run_bank(bank, tmp_path / "results", options)
+    assert json.loads(path.read_text()) == result
+    assert result["totals"]["lemmas"] == 52
+    assert result["recheck"]["compiled"] == 2
+    solved = {row["id"] for row in result["lemmas"] if row["solved"]}
+    remaining = {n for names in result["recheck"]["remaining_holes"].values() for n in names}
+    assert solved.isdisjoint(remaining)
+    assert len(solved) + len(remaining) == 52
+    # every easy lemma of these two files is within reach of the micro strategy
+    easy = [row for row in result["lemmas"] if row["level"] == "easy"]
+    assert easy
+    assert all(row["solved"] for row in easy)
+    assert result["per_strategy"]["micro"]["solved"] == len(solved)
+    assert (bank / "coq" / "BankBool.v").read_text().count(
+        "Admitted."
+    ) == 27  # the bank itself is untouched

@@ -1,0 +1,153 @@
+"""The orch command: clear errors, interruption, crash recovery."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+from typer.testing import CliRunner
+
+from proof_orchestrator.cli import app
+
+from .conftest import coqc_ok
+
+runner = CliRunner()
+
+MANY = "Require Import Arith.\nLemma first_easy : forall n : nat, n = n.\nAdmitted.\n" + "".join(
+    f"Lemma impossible_{k} : forall n m : nat, n + m = m + n + {k}.\nAdmitted.\n"
+    for k in range(1, 30)
+)
+
+
+def orch(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "proof_orchestrator.cli", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_attempts(db: Path, at_least: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                with sqlite3.connect(db) as connection:
+                    (count,) = connection.execute("SELECT count(*) FROM attempts").fetchone()
+                if count >= at_least:
+                    return
+            except sqlite3.OperationalError:
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"no {at_least} attempts recorded in {db} within {timeout}s")
+
+
+def coqtops_in(folder: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["name", "cwd"]):
+        try:
+            if (
+                proc.info["name"]
+                and "coqtop" in proc.info["name"]
+                and proc.info["cwd"] == str(folder)
+            ):
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+def test_missing_path_exits_2_with_a_message(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["fill", str(tmp_path / "missing.v")])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+
+
+def test_missing_coqtop_exits_2_and_says_what_to_install(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n")
+    result = runner.invoke(app, ["fill", str(path)], env={"PATH": str(tmp_path)})
+    assert result.exit_code == 2
+    assert "apt-get install coq" in result.output
+
+
+def test_unusable_ledger_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    result = runner.invoke(app, ["fill", str(path), "--db", str(blocker / "ledger.sqlite")])
+    assert result.exit_code == 2
+    assert "cannot open the ledger" in result.output
+
+
+def test_fill_json_and_stats(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n")
+    db = str(tmp_path / "l.sqlite")
+    result = runner.invoke(app, ["fill", str(path), "--db", db, "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"proved": 1' in result.stdout
+    stats = runner.invoke(app, ["stats", str(tmp_path), "--db", db, "--json"])
+    assert stats.exit_code == 0
+    assert '"proofs": 1' in stats.stdout
+
+
+def test_doctor_lists_coq() -> None:
+    result = runner.invoke(app, ["doctor"])
+    assert result.exit_code == 0
+    assert "coqtop" in result.stdout
+    assert "8.16" in result.stdout
+
+
+def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(tmp_path: Path) -> None:
+    path = tmp_path / "Many.v"
+    path.write_text(MANY)
+    db = tmp_path / "l.sqlite"
+    proc = orch("fill", str(path), "--db", str(db))
+    wait_for_attempts(db, 3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Interrupted" in err
+    assert path.read_text() == MANY  # nothing half-written
+    assert coqtops_in(tmp_path) == []
+    with sqlite3.connect(db) as connection:
+        statuses = [row[0] for row in connection.execute("SELECT status FROM runs")]
+    assert statuses == ["interrupted"]
+    # the next run finishes the work
+    done = orch("fill", str(path), "--db", str(db))
+    done.communicate(timeout=300)
+    assert done.returncode == 0
+    assert "Lemma first_easy : forall n : nat, n = n.\nProof.\n" in path.read_text()
+    assert coqc_ok(path)
+
+
+def test_kill_9_loses_nothing_but_attempts_in_flight(tmp_path: Path) -> None:
+    path = tmp_path / "Many.v"
+    path.write_text(MANY)
+    db = tmp_path / "l.sqlite"
+    proc = orch("fill", str(path), "--db", str(db))
+    wait_for_attempts(db, 3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert path.read_text() == MANY
+    # orphaned coqtops see EOF on their input and exit by themselves
+    deadline = time.monotonic() + 20
+    while coqtops_in(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert coqtops_in(tmp_path) == []
+    with sqlite3.connect(db) as connection:
+        (attempts,) = connection.execute("SELECT count(*) FROM attempts").fetchone()
+    assert attempts >= 3  # committed attempts survive the crash
+    done = orch("fill", str(path), "--db", str(db))
+    done.communicate(timeout=300)
+    assert done.returncode == 0
+    assert coqc_ok(path)
