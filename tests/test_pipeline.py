@@ -52,6 +52,18 @@ class FixedScript:
         return StrategyResult(Outcome.FAILED, (), len(self.sentences), message=result.message)
 
 
+class ScriptByName:
+    """A strategy that proposes a given script per lemma name, if the session accepts it."""
+
+    name = "by-name"
+
+    def __init__(self, scripts: dict[str, tuple[str, ...]]) -> None:
+        self.scripts = scripts
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        return await FixedScript(*self.scripts[goal.name]).prove(session, goal, budget)
+
+
 async def test_solved_hole_is_patched_and_the_file_compiles(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
@@ -178,3 +190,39 @@ async def test_rerun_reapplies_a_verified_proof_after_the_file_changed_back(
 async def test_missing_path_is_a_clear_error(tmp_path: Path, ledger: Ledger) -> None:
     with pytest.raises(PathNotFound, match="does not exist"):
         await fill([tmp_path / "nope.v"], ledger, FAST)
+
+
+async def test_bad_candidates_are_singled_out_and_the_good_ones_kept(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = (
+        "Lemma helper : forall n : nat, n = n + 0.\nAdmitted.\n"
+        "Lemma good : forall n : nat, n = n.\nAdmitted.\n"
+        "Lemma looping : forall n : nat, n = n + 1.\nAdmitted.\n"
+        "Lemma via_hole : forall n : nat, n + 0 = n.\nAdmitted.\n"
+    )
+    path = write_v("Mixed.v", text)
+    strategy = ScriptByName(
+        {
+            "helper": (
+                "intros n.",
+                "exact_no_check (eq_refl n).",
+            ),
+            "good": ("reflexivity.",),
+            # closes the goal in the session; the guard check at Qed refuses it
+            "looping": ("fix f 1.", "exact f."),
+            "via_hole": ("intros n.", "rewrite <- helper.", "reflexivity."),
+        }
+    )
+    report = await fill([path], ledger, FAST, strategies=[strategy])
+    outcomes = {g.goal.name: g.outcome for g in report.goals}
+    assert outcomes == {
+        "helper": Outcome.REJECTED,  # by the gate
+        "good": Outcome.PROVED,
+        "looping": Outcome.REJECTED,  # by the whole-file compilation
+        "via_hole": Outcome.REJECTED,  # by the axiom audit
+    }
+    patched = path.read_text()
+    assert "Lemma good : forall n : nat, n = n.\nProof.\n  reflexivity.\nQed." in patched
+    assert patched.count("Admitted.") == 3
+    assert coqc_ok(path)

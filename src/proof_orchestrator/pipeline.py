@@ -32,7 +32,7 @@ from .ledger import Ledger
 from .project.coq_holes import CoqHole, declared_axioms, scan_coq_text
 from .project.coqproject import CoqProject, load_coqproject, project_for
 from .project.patch import Patch, apply_patches, write_atomic
-from .provers.base import TacticStatus
+from .provers.base import TacticStatus, Verdict, VerificationResult
 from .provers.coq import CoqProver, CoqSettings, PrefixError
 from .provers.coq_verify import CoqVerifier
 from .strategies.base import Strategy
@@ -142,6 +142,8 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
 
 
 GoalCallback = Callable[[GoalReport], None]
+#: a hole, its report and its ledger goal id
+Candidate = tuple[CoqHole, GoalReport, int]
 
 
 class _ProjectTools:
@@ -263,7 +265,7 @@ async def _fill_file(
                 on_goal(goal_report)
         return
 
-    candidates: list[tuple[CoqHole, GoalReport, int]] = []
+    candidates: list[Candidate] = []
     for hole in holes:
         goal_id = ledger.upsert_goal(hole.goal)
         goal_report = await _search(
@@ -422,51 +424,86 @@ async def _replay(
 async def _verify(
     path: Path,
     text: str,
-    candidates: list[tuple[CoqHole, GoalReport, int]],
+    candidates: list[Candidate],
     verifier: CoqVerifier,
     ledger: Ledger,
     run_id: int,
     version: str,
     file_report: FileReport,
-) -> list[tuple[CoqHole, GoalReport, int]]:
+) -> list[Candidate]:
     """Keep the candidates that the whole-file check accepts; mark the others REJECTED."""
     if not candidates:
         return []
     axioms = declared_axioms(text)
     cpu_before = verifier.cpu_seconds
 
-    async def check(chosen: list[tuple[CoqHole, GoalReport, int]]) -> tuple[bool, str]:
-        patched = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in chosen])
-        result = await verifier.verify(path, text, patched, [h.goal for h, _, _ in chosen], axioms)
-        return result.accepted, result.detail
+    def reject(item: Candidate, detail: str) -> None:
+        _, goal_report, goal_id = item
+        goal_report.outcome = Outcome.REJECTED
+        goal_report.message = detail[-1000:]
+        ledger.record_attempt(
+            run_id=run_id,
+            goal_id=goal_id,
+            fingerprint=goal_report.goal.fingerprint,
+            strategy=goal_report.strategy,
+            outcome=Outcome.REJECTED,
+            tactic=" ".join(goal_report.sentences),
+            prover_version=version,
+            message=detail,
+        )
 
-    ok, _ = await check(candidates)
-    accepted: list[tuple[CoqHole, GoalReport, int]] = []
-    if ok:
-        accepted = list(candidates)
-    else:
-        for item in candidates:
-            ok_one, detail = await check([*accepted, item])
-            if ok_one:
-                accepted.append(item)
-            else:
-                _, goal_report, goal_id = item
-                goal_report.outcome = Outcome.REJECTED
-                goal_report.message = detail[-1000:]
-                ledger.record_attempt(
-                    run_id=run_id,
-                    goal_id=goal_id,
-                    fingerprint=goal_report.goal.fingerprint,
-                    strategy=goal_report.strategy,
-                    outcome=Outcome.REJECTED,
-                    tactic=" ".join(goal_report.sentences),
-                    prover_version=version,
-                    message=detail,
-                )
+    async def check(chosen: list[Candidate]) -> VerificationResult:
+        patched = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in chosen])
+        return await verifier.verify(path, text, patched, [h.goal for h, _, _ in chosen], axioms)
+
+    # Verify everything at once; on failure, drop the candidates the verifier
+    # blames (the lemma at the compiler's error line, or those with new
+    # assumptions) and try again. Only when it blames nobody, fall back to
+    # adding candidates one at a time.
+    remaining = list(candidates)
+    accepted: list[Candidate] = []
+    while remaining:
+        result = await check(remaining)
+        if result.accepted:
+            accepted = remaining
+            break
+        blamed = _blamed(text, remaining, result)
+        if not blamed:
+            for item in remaining:
+                single = await check([*accepted, item])
+                if single.accepted:
+                    accepted.append(item)
+                else:
+                    reject(item, single.detail)
+            break
+        for item in blamed:
+            reject(item, result.detail)
+        remaining = [item for item in remaining if all(item is not b for b in blamed)]
     for _, goal_report, _ in accepted:
         goal_report.outcome = Outcome.PROVED
     file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
     return accepted
+
+
+def _blamed(text: str, chosen: list[Candidate], result: VerificationResult) -> list[Candidate]:
+    """The candidates that a failed verification points at."""
+    if result.verdict is Verdict.NEW_ASSUMPTIONS:
+        names = set(result.offending)
+        return [item for item in chosen if item[0].goal.qualified_name in names]
+    if result.error_line is None:
+        return []
+    # find the patched proof that contains the error line
+    ordered = sorted(chosen, key=lambda item: item[0].proof_start)
+    shift = 0
+    for item in ordered:
+        hole, goal_report, _ = item
+        replacement = Patch(hole, goal_report.sentences).replacement()
+        first = text.count("\n", 0, hole.statement_start) + 1 + shift
+        last = text.count("\n", 0, hole.proof_start) + 1 + shift + replacement.count("\n")
+        if first <= result.error_line <= last:
+            return [item]
+        shift += replacement.count("\n") - text.count("\n", hole.proof_start, hole.proof_end)
+    return []
 
 
 def summarize(report: FillReport) -> dict[str, object]:

@@ -68,6 +68,8 @@ class CoqHole:
     goal: Goal
     #: offset up to which a session loads the file (statement and a kept ``Proof ...``)
     prefix_end: int
+    #: offset where the statement sentence starts
+    statement_start: int
     #: the span that a patch replaces
     proof_start: int
     proof_end: int
@@ -178,6 +180,7 @@ def scan_coq_text(path: Path, text: str) -> list[CoqHole]:
             CoqHole(
                 goal=goal,
                 prefix_end=prefix_end,
+                statement_start=proof.statement.start,
                 proof_start=first.start,
                 proof_end=proof.proof[-1].end,
                 proof_opener=first.code if opener_kept else "Proof.",

@@ -142,6 +142,10 @@ class VerificationResult:
     detail: str = ""
     new_assumptions: tuple[str, ...] = field(default=())
     cpu_seconds: float = 0.0
+    #: for DOES_NOT_COMPILE: the 1-based line of the patched text the compiler stopped at
+    error_line: int | None = None
+    #: for NEW_ASSUMPTIONS: the qualified names of the lemmas that assume something new
+    offending: tuple[str, ...] = field(default=())
 
     @property
     def accepted(self) -> bool:

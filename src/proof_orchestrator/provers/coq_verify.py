@@ -35,6 +35,7 @@ __all__ = ["CoqVerifier", "parse_assumptions"]
 
 _LOGICAL_ROOT = "OrchCheck"
 _HEADER = re.compile(r"^[A-Z][^:]*:$")
+_ERROR_LINE = re.compile(r'^File "[^"]*", line (\d+), characters', re.M)
 #: coqtop -emacs wraps notes ("Fetching opaque proofs from disk ...") in these tags
 _MESSAGE_TAGS = re.compile(r"<(infomsg|warning)>.*?</\1>", re.S)
 
@@ -157,10 +158,12 @@ class CoqVerifier:
     ) -> VerificationResult:
         build = await self._build(path, patched)
         if not build.ok:
+            located = _ERROR_LINE.search(build.output)
             return VerificationResult(
                 Verdict.DOES_NOT_COMPILE,
                 build.output.strip()[-2000:],
                 cpu_seconds=build.cpu_seconds,
+                error_line=int(located.group(1)) if located else None,
             )
         base_build = await self._build(path, original)
         if not base_build.ok:
@@ -173,6 +176,7 @@ class CoqVerifier:
         before = await self._assumptions(path, base_build, names)
         stem = path.stem
         offending: list[str] = []
+        offending_names: list[str] = []
         for name in names:
             own = f"{stem}.{name}"
             allowed = set(before[name]) - {own, name}
@@ -183,8 +187,14 @@ class CoqVerifier:
                 if local and key.rsplit(".", 1)[-1] in declared_axioms and key != own:
                     continue
                 offending.append(f"{name}: {key}")
+                if name not in offending_names:
+                    offending_names.append(name)
         if offending:
             return VerificationResult(
-                Verdict.NEW_ASSUMPTIONS, "; ".join(offending), tuple(offending), build.cpu_seconds
+                Verdict.NEW_ASSUMPTIONS,
+                "; ".join(offending),
+                tuple(offending),
+                build.cpu_seconds,
+                offending=tuple(offending_names),
             )
         return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)

@@ -128,8 +128,11 @@ async def run_command(
 ) -> CompletedRun:
     """Run a batch command to completion with a wall-clock limit.
 
-    CPU time comes from ``wait4``-style rusage of reaped children, measured as
-    the difference in this process's ``RUSAGE_CHILDREN`` around the run.
+    CPU time is the growth of this process's ``RUSAGE_CHILDREN`` (user +
+    system time of reaped children) across the run. It is exact while batch
+    commands run one at a time, as they do in the pipeline today; if several
+    ran concurrently, each would also be charged for the others that ended
+    meanwhile.
     """
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -146,9 +149,9 @@ async def run_command(
         raise
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    assert proc.returncode is not None  # communicate() reaped it
+    returncode = proc.returncode if proc.returncode is not None else await proc.wait()
     return CompletedRun(
-        returncode=proc.returncode,
+        returncode=returncode,
         output=stdout.decode(errors="replace"),
         cpu_seconds=max(cpu, 0.0),
         wall_seconds=time.monotonic() - started,
