@@ -226,3 +226,14 @@ async def test_bad_candidates_are_singled_out_and_the_good_ones_kept(
     assert "Lemma good : forall n : nat, n = n.\nProof.\n  reflexivity.\nQed." in patched
     assert patched.count("Admitted.") == 3
     assert coqc_ok(path)
+
+
+async def test_file_that_cannot_be_split_is_reported_and_untouched(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = EASY + "(* an unclosed comment\n"
+    path = write_v("Unclosed.v", text)
+    report = await fill([path], ledger, FAST)
+    assert report.files[0].status is FileStatus.UNREADABLE
+    assert "unterminated comment" in report.files[0].message
+    assert path.read_text() == text

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .coqsyntax import split_sentences
+from .coqsyntax import one_sentence, split_sentences
 from .errors import ScriptRejected, SourceSyntaxError
 
 __all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script"]
@@ -63,12 +63,9 @@ def check_script(sentences: Sequence[str]) -> tuple[str, ...]:
         if "(*" in raw or "*)" in raw:
             raise ScriptRejected(f"comments are not allowed in a proof script: {raw!r}")
         try:
-            parts = split_sentences(raw)
+            sentence = one_sentence(raw)
         except SourceSyntaxError as exc:
-            raise ScriptRejected(f"not a complete sentence: {raw!r} ({exc})") from exc
-        if len(parts) != 1:
-            raise ScriptRejected(f"expected one sentence, got {len(parts)}: {raw!r}")
-        sentence = parts[0]
+            raise ScriptRejected(f"not one complete sentence: {exc}") from exc
         code = sentence.code
         without_strings = _STRING.sub('""', code)
         for ident in _IDENT.findall(without_strings):

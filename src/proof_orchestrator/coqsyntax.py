@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .errors import SourceSyntaxError
 
-__all__ = ["Sentence", "sentence_keyword", "split_sentences", "strip_comments"]
+__all__ = ["Sentence", "one_sentence", "sentence_keyword", "split_sentences", "strip_comments"]
 
 _BULLET = re.compile(r"(?:-+|\++|\*+)(?=\s|$|\(\*)")
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[[A-Za-z_][\w']*\])\s*:\s*\{")
@@ -149,6 +149,14 @@ def split_sentences(text: str) -> list[Sentence]:
                 i += 1
         i = _skip_blank(text, i)
     return sentences
+
+
+def one_sentence(text: str) -> Sentence:
+    """``text`` as a single sentence; :class:`SourceSyntaxError` if it is not exactly one."""
+    parts = split_sentences(text)
+    if len(parts) != 1:
+        raise SourceSyntaxError(f"expected exactly one sentence, got {len(parts)}: {text!r}")
+    return parts[0]
 
 
 def strip_comments(text: str) -> str:

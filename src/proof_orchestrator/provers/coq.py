@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from ..coqsyntax import split_sentences
-from ..errors import ProjectError, ProverError, ProverHung, SessionClosed
+from ..coqsyntax import one_sentence, split_sentences
+from ..errors import ProjectError, ProverError, ProverHung, SessionClosed, SourceSyntaxError
 from ..goals import Goal
 from .base import ProofState, TacticResult, TacticStatus
 from .coqtop import CoqTop
@@ -156,10 +156,10 @@ class CoqSession:
         top = self._require_top()
         origin = state if state is not None else self.current
         await self.back_to(origin)
-        parts = split_sentences(tactic)
-        if len(parts) != 1:
-            raise ValueError(f"run_tactic takes one sentence, got {len(parts)}: {tactic!r}")
-        sentence = parts[0]
+        try:
+            sentence = one_sentence(tactic)
+        except SourceSyntaxError as exc:
+            raise ValueError(f"run_tactic takes one sentence: {exc}") from exc
         code = sentence.code
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"

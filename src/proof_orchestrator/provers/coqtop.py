@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..coqsyntax import split_sentences
+from ..coqsyntax import one_sentence
 from ..errors import (
     ProverCrashed,
     ProverDesync,
@@ -286,9 +286,6 @@ class CoqTop:
 def _one_sentence_line(sentence: str) -> str:
     """Check that ``sentence`` is exactly one sentence and put it on one line."""
     try:
-        parts = split_sentences(sentence)
+        return one_sentence(sentence).code
     except SourceSyntaxError as exc:
-        raise ValueError(f"not a complete Coq sentence: {sentence!r} ({exc})") from exc
-    if len(parts) != 1:
-        raise ValueError(f"expected exactly one Coq sentence, got {len(parts)}: {sentence!r}")
-    return parts[0].code
+        raise ValueError(f"coqtop takes one sentence per request: {exc}") from exc
