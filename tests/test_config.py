@@ -1,0 +1,59 @@
+"""Settings precedence: flag > env > file > default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.config import ConfigError, Settings, load_settings
+
+
+def test_defaults_when_nothing_is_set(tmp_path: Path) -> None:
+    settings, sources = load_settings(tmp_path, environ={})
+    assert settings == Settings()
+    assert set(sources.values()) == {"default"}
+
+
+def test_precedence_flag_over_env_over_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.orch]\ncpu_target = 0.3\nmax_light = 3\nprofile = 0\n"
+    )
+    settings, sources = load_settings(
+        tmp_path,
+        flags={"cpu_target": 0.7, "profile": None},
+        environ={"ORCH_MAX_LIGHT": "4", "ORCH_CPU_TARGET": "0.4"},
+    )
+    assert settings.cpu_target == 0.7
+    assert sources["cpu_target"] == "flag"
+    assert settings.max_light == 4
+    assert sources["max_light"] == "env ORCH_MAX_LIGHT"
+    assert settings.profile == 0
+    assert sources["profile"].endswith("[tool.orch]")
+
+
+def test_orch_toml_wins_over_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.orch]\nseed = 1\n")
+    (tmp_path / "orch.toml").write_text("seed = 2\n")
+    settings, _ = load_settings(tmp_path, environ={})
+    assert settings.seed == 2
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"ORCH_CPU_TARGET": "lots"}, "cannot read 'lots'"),
+        ({"ORCH_CPU_TARGET": "1.5"}, "between 0.05 and 1.0"),
+        ({"ORCH_PROFILE": "7"}, "profile must be"),
+        ({"ORCH_BANDIT": "greedy"}, "thompson"),
+    ],
+)
+def test_bad_values_are_clear_errors(tmp_path: Path, environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_settings(tmp_path, environ=environ)
+
+
+def test_unknown_keys_in_the_file_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "orch.toml").write_text("cpu_targt = 0.5\n")
+    with pytest.raises(ConfigError, match="cpu_targt"):
+        load_settings(tmp_path, environ={})

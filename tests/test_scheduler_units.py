@@ -1,0 +1,107 @@
+"""Pure scheduling logic: bandit determinism and learning, governor control."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from proof_orchestrator.scheduler import Bandit, CpuGovernor, goal_class
+
+STRATEGIES = ["micro", "induction", "cached"]
+
+
+def _schedule(seed: int, policy: str) -> list[list[str]]:
+    """Rankings produced while feeding a fixed sequence of outcomes."""
+    bandit = Bandit(policy, random.Random(seed))
+    outcomes = [("eq/nat", "induction", True, 0.2), ("eq/nat", "micro", False, 1.0),
+                ("order/nat", "micro", True, 0.1), ("eq/nat", "cached", False, 0.0)] * 5
+    ranks = []
+    for klass, strategy, success, cpu in outcomes:
+        ranks.append(bandit.rank(klass, STRATEGIES))
+        bandit.update(klass, strategy, success=success, cpu_seconds=cpu)
+    return ranks
+
+
+def test_same_seed_same_schedule() -> None:
+    assert _schedule(7, "thompson") == _schedule(7, "thompson")
+    assert _schedule(7, "ucb1") == _schedule(7, "ucb1")
+
+
+def test_different_seeds_can_differ() -> None:
+    assert any(_schedule(seed, "thompson") != _schedule(0, "thompson") for seed in range(1, 10))
+
+
+def test_ucb1_tries_every_arm_first_then_prefers_the_cheap_winner() -> None:
+    bandit = Bandit("ucb1", random.Random(0))
+    assert bandit.rank("eq", STRATEGIES) == STRATEGIES  # all untried: given order
+    for _ in range(20):
+        bandit.update("eq", "micro", success=False, cpu_seconds=1.0)
+        bandit.update("eq", "induction", success=True, cpu_seconds=0.1)
+        bandit.update("eq", "cached", success=True, cpu_seconds=5.0)
+    assert bandit.rank("eq", STRATEGIES)[0] == "induction"
+
+
+def test_thompson_learns_per_class() -> None:
+    bandit = Bandit("thompson", random.Random(1))
+    for _ in range(30):
+        bandit.update("eq/list", "induction", success=True, cpu_seconds=0.2)
+        bandit.update("eq/list", "micro", success=False, cpu_seconds=0.2)
+        bandit.update("logic", "micro", success=True, cpu_seconds=0.2)
+        bandit.update("logic", "induction", success=False, cpu_seconds=0.2)
+    assert bandit.rank("eq/list", ["micro", "induction"])[0] == "induction"
+    assert bandit.rank("logic", ["micro", "induction"])[0] == "micro"
+
+
+def test_goal_class() -> None:
+    assert goal_class("Lemma a : forall l : list nat, length l = length l.") == "eq/nat/list"
+    assert goal_class("Lemma b : forall n m : nat, n <= n + m.") == "order/nat"
+    assert goal_class("Lemma c : forall b : bool, b = true \\/ b = false.") == "logic/bool"
+
+
+async def test_governor_limits_concurrent_slots() -> None:
+    governor = CpuGovernor(0.5, max_slots=3, interval=0.05)
+    governor.limit = 2
+    running = 0
+    peak = 0
+
+    async def work() -> None:
+        nonlocal running, peak
+        async with governor.slot():
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.05)
+            running -= 1
+
+    await asyncio.gather(*(work() for _ in range(8)))
+    assert peak == 2
+    assert governor.active == 0
+
+
+def test_governor_lowers_the_limit_above_target_and_raises_it_below() -> None:
+    governor = CpuGovernor(0.5, max_slots=4)
+    governor.limit, governor.active = 3, 3
+    governor._adjust(0.9, others=0.0, rss_mb=0)
+    assert governor.limit == 2
+    governor.active = 1
+    governor._adjust(0.2, others=0.0, rss_mb=0)  # under target but not saturated: no change
+    assert governor.limit == 2
+    governor.active = 2
+    governor._adjust(0.2, others=0.0, rss_mb=0)
+    assert governor.limit == 3
+
+
+def test_governor_backs_off_when_the_machine_is_busy_elsewhere() -> None:
+    governor = CpuGovernor(0.5, max_slots=4)
+    governor.limit, governor.active = 3, 3
+    governor._adjust(0.3, others=0.8, rss_mb=0)
+    assert governor.limit == 1
+
+
+def test_governor_measures_its_own_busy_process() -> None:
+    governor = CpuGovernor(0.5, max_slots=2, cpus=1)
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        pass  # burn CPU in this process
+    sample = governor.sample()
+    assert sample.fraction > 0.5
