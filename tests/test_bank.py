@@ -67,7 +67,10 @@ async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> No
     easy = [row for row in result["lemmas"] if row["level"] == "easy"]
     assert easy
     assert all(row["solved"] for row in easy)
-    assert result["per_strategy"]["micro"]["solved"] == len(solved)
+    assert sum(s["solved"] for s in result["per_strategy"].values()) == len(solved)
+    assert set(result["per_strategy"]) <= {"micro", "induction", "cached"}
+    assert result["cpu_trace"]
+    assert result["overhead"]["prover_cpu_seconds"] > 0
     assert (bank / "coq" / "BankBool.v").read_text().count(
         "Admitted."
     ) == 27  # the bank itself is untouched

@@ -42,6 +42,7 @@ class FixedScript:
     def __init__(self, *sentences: str) -> None:
         self.sentences = sentences
         self.name = "fixed"
+        self.weight = "light"
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         result = await session.run_script(
@@ -56,6 +57,7 @@ class ScriptByName:
     """A strategy that proposes a given script per lemma name, if the session accepts it."""
 
     name = "by-name"
+    weight = "light"
 
     def __init__(self, scripts: dict[str, tuple[str, ...]]) -> None:
         self.scripts = scripts

@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import platform
+import resource
 import shutil
 import tempfile
 import time
@@ -27,6 +28,7 @@ from .ledger import Ledger
 from .pipeline import FillOptions, FillReport, GoalReport, fill
 from .project.coq_holes import scan_coq_file
 from .provers.process import run_command
+from .scheduler.governor import CpuGovernor, trace_summary
 
 __all__ = ["BankEntry", "load_index", "run_bank"]
 
@@ -88,52 +90,115 @@ async def run_bank(
     out_dir: Path,
     options: FillOptions,
     *,
+    rounds: int = 1,
     on_goal: Callable[[GoalReport], None] | None = None,
     on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
     keep_workdir: bool = False,
 ) -> tuple[dict[str, Any], Path]:
-    """Run the Coq bank; returns the result and the path of the JSON written."""
+    """Run the Coq bank ``rounds`` times; returns the result and the path of the JSON written.
+
+    Each round works on fresh copies with a fresh ledger, so rounds are
+    independent repetitions (useful to keep the machine busy long enough to
+    measure the CPU governor). Solved counts come from the first round.
+    """
+    if rounds < 1:
+        raise ValueError("rounds must be at least 1")
     index = load_index(bank)
     sources = sorted((bank / "coq").glob("*.v"))
     if not sources:
         raise PathNotFound(f"no .v files in {bank / 'coq'}")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir.mkdir(parents=True, exist_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix=f"orch-bank-{stamp}-"))
-    try:
-        copies = []
-        for source in sources:
-            target = workdir / source.name
-            shutil.copyfile(source, target)
-            copies.append(target)
-        (workdir / "_CoqProject").write_text(
-            "-Q . Bank\n" + "\n".join(c.name for c in copies) + "\n"
-        )
-        ledger_path = out_dir / f"{stamp}.sqlite"
-        ledger = Ledger(f"sqlite:///{ledger_path}")
-        started = time.monotonic()
+    sessions = options.orch.max_light + options.orch.max_heavy
+    governor = CpuGovernor(
+        options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
+    )
+    self_before = resource.getrusage(resource.RUSAGE_SELF)
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    first: tuple[FillReport, dict[str, Any], Path] | None = None
+    round_summaries: list[dict[str, Any]] = []
+    for number in range(1, rounds + 1):
+        workdir = Path(tempfile.mkdtemp(prefix=f"orch-bank-{stamp}-"))
         try:
-            report: FillReport = await fill(
-                [workdir],
-                ledger,
-                FillOptions(
-                    budget=options.budget,
-                    dry_run=False,
-                    reuse=False,
-                    settings=options.settings,
-                    command="bank",
-                ),
-                on_goal=on_goal,
-                on_files=on_files,
+            copies = []
+            for source in sources:
+                target = workdir / source.name
+                shutil.copyfile(source, target)
+                copies.append(target)
+            (workdir / "_CoqProject").write_text(
+                "-Q . Bank\n" + "\n".join(c.name for c in copies) + "\n"
             )
+            suffix = "" if number == 1 else f"-round{number}"
+            ledger_path = out_dir / f"{stamp}{suffix}.sqlite"
+            ledger = Ledger(f"sqlite:///{ledger_path}")
+            try:
+                report: FillReport = await fill(
+                    [workdir],
+                    ledger,
+                    FillOptions(
+                        budget=options.budget,
+                        dry_run=False,
+                        reuse=False,
+                        coq=options.coq,
+                        orch=options.orch,
+                        command="bank",
+                    ),
+                    on_goal=on_goal,
+                    on_files=on_files,
+                    governor=governor,
+                )
+            finally:
+                ledger.close()
+            recheck = await _recheck(copies, ["-Q", str(workdir), "Bank"])
+            round_summaries.append(
+                {
+                    "round": number,
+                    "proved": report.proved,
+                    "wall_seconds": round(report.wall_seconds, 3),
+                }
+            )
+            if first is None:
+                first = (report, recheck, ledger_path)
         finally:
-            ledger.close()
-        wall = time.monotonic() - started
-        recheck = await _recheck(copies, ["-Q", str(workdir), "Bank"])
-        result = _result(report, index, recheck, wall, stamp, options, ledger_path)
-    finally:
-        if not keep_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
+            if not keep_workdir:
+                shutil.rmtree(workdir, ignore_errors=True)
+    wall = time.monotonic() - started
+    self_after = resource.getrusage(resource.RUSAGE_SELF)
+    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = (self_after.ru_utime - self_before.ru_utime) + (
+        self_after.ru_stime - self_before.ru_stime
+    )
+    provers = (children_after.ru_utime - children_before.ru_utime) + (
+        children_after.ru_stime - children_before.ru_stime
+    )
+    if first is None:
+        raise ValueError("no round ran")
+    report, recheck, ledger_path = first
+    result = _result(report, index, recheck, wall, stamp, options, ledger_path)
+    result["rounds"] = round_summaries
+    result["settings"] = {f: getattr(options.orch, f) for f in options.orch.__slots__}
+    result["cpu_trace"] = [
+        {
+            "t": s.t,
+            "fraction": s.fraction,
+            "smoothed": s.smoothed,
+            "others": s.others,
+            "limit": s.limit,
+            "active": s.active,
+            "rss_mb": s.rss_mb,
+        }
+        for s in governor.trace
+    ]
+    result["cpu_trace_summary"] = {
+        "all": trace_summary(governor.trace),
+        "after_10s": trace_summary(governor.trace, skip_first=10.0),
+    }
+    result["overhead"] = {
+        "orchestrator_cpu_seconds": round(own, 3),
+        "prover_cpu_seconds": round(provers, 3),
+        "ratio": round(own / provers, 4) if provers else None,
+    }
     out = out_dir / f"{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result, out

@@ -22,6 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .bank import run_bank
+from .config import ConfigError, Settings, env_name, load_settings
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from .goals import Budget, Outcome
@@ -73,11 +74,38 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _budget(budget: float, tactic_timeout: float) -> Budget:
+CpuTarget = Annotated[
+    float | None, typer.Option(help="fraction of the machine to use [ORCH_CPU_TARGET, 0.5]")
+]
+MaxLight = Annotated[int | None, typer.Option(help="quick sessions at once [ORCH_MAX_LIGHT, 2]")]
+MaxHeavy = Annotated[int | None, typer.Option(help="heavy sessions at once [ORCH_MAX_HEAVY, 1]")]
+Profile = Annotated[
+    int | None, typer.Option(help="0 quick tactics, 1 + search, 2 + learned [ORCH_PROFILE, 1]")
+]
+Seed = Annotated[int | None, typer.Option(help="random seed of the bandit [ORCH_SEED, 0]")]
+BanditOpt = Annotated[str | None, typer.Option(help="thompson or ucb1 [ORCH_BANDIT]")]
+Portfolio = Annotated[
+    int | None, typer.Option(help="strategies raced per goal [ORCH_PORTFOLIO, 2]")
+]
+BudgetOpt = Annotated[
+    float | None, typer.Option(help="first CPU budget per goal and strategy, s [ORCH_BUDGET, 10]")
+]
+TacticTimeout = Annotated[
+    float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
+]
+
+
+def _settings(anchor: Path, **flags: object) -> Settings:
     try:
-        return Budget(cpu_seconds=budget, tactic_seconds=tactic_timeout)
-    except ValueError as exc:
+        settings, _ = load_settings(project_for(anchor).root, flags)
+    except ConfigError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    return settings
+
+
+def _options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
+    budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
+    return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
 
 
 def _progress() -> Progress:
@@ -180,8 +208,6 @@ def fill_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="prove and verify, but write no file")
     ] = False,
-    budget: Annotated[float, typer.Option(help="CPU seconds per goal and strategy")] = 10.0,
-    tactic_timeout: Annotated[float, typer.Option(help="timeout of one tactic, seconds")] = 1.0,
     db: Annotated[
         str | None,
         typer.Option(
@@ -191,6 +217,15 @@ def fill_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="print a JSON report instead of tables")
     ] = False,
+    cpu_target: CpuTarget = None,
+    max_light: MaxLight = None,
+    max_heavy: MaxHeavy = None,
+    profile: Profile = None,
+    seed: Seed = None,
+    bandit: BanditOpt = None,
+    portfolio: Portfolio = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     try:
@@ -198,7 +233,19 @@ def fill_command(
         resolve("coqtop")
     except (PathNotFound, ProverNotFound) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
-    options = FillOptions(budget=_budget(budget, tactic_timeout), dry_run=dry_run)
+    settings = _settings(
+        paths[0],
+        cpu_target=cpu_target,
+        max_light=max_light,
+        max_heavy=max_heavy,
+        profile=profile,
+        seed=seed,
+        bandit=bandit,
+        portfolio=portfolio,
+        budget=budget,
+        tactic_timeout=tactic_timeout,
+    )
+    options = _options(settings, dry_run=dry_run)
     ledger = _open_ledger(db, paths[0])
     try:
         with _progress() as progress:
@@ -234,25 +281,56 @@ def bank_command(
     out_dir: Annotated[Path, typer.Option("--out", help="where result JSON goes")] = Path(
         "bench/results"
     ),
-    budget: Annotated[float, typer.Option(help="CPU seconds per goal")] = 10.0,
-    tactic_timeout: Annotated[float, typer.Option(help="timeout of one tactic, seconds")] = 1.0,
+    rounds: Annotated[
+        int, typer.Option(help="repeat the bank (fresh copies and ledger each time)")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+    cpu_target: CpuTarget = None,
+    max_light: MaxLight = None,
+    max_heavy: MaxHeavy = None,
+    profile: Profile = None,
+    seed: Seed = None,
+    bandit: BanditOpt = None,
+    portfolio: Portfolio = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
 ) -> None:
     """Run the Coq benchmark bank on copies and write bench/results/<timestamp>.json."""
     if not bank.is_dir():
         raise _fail(
             f"{bank} does not exist; run from the repository root or pass --bank", EXIT_BAD_INPUT
         )
+    if rounds < 1:
+        raise _fail("--rounds must be at least 1", EXIT_BAD_INPUT)
     try:
         resolve("coqtop")
     except ProverNotFound as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
-    options = FillOptions(budget=_budget(budget, tactic_timeout))
+    settings = _settings(
+        Path.cwd(),
+        cpu_target=cpu_target,
+        max_light=max_light,
+        max_heavy=max_heavy,
+        profile=profile,
+        seed=seed,
+        bandit=bandit,
+        portfolio=portfolio,
+        budget=budget,
+        tactic_timeout=tactic_timeout,
+    )
+    options = _options(settings)
     try:
         with _progress() as progress:
             tracker = _Tracker(progress, "bank")
             result, path = _run(
-                run_bank(bank, out_dir, options, on_goal=tracker.goal, on_files=tracker.files)
+                run_bank(
+                    bank,
+                    out_dir,
+                    options,
+                    rounds=rounds,
+                    on_goal=tracker.goal,
+                    on_files=tracker.files,
+                )
             )
     except OrchError as exc:
         raise _fail(str(exc)) from exc
@@ -286,6 +364,16 @@ def bank_command(
         f"search {totals['search_cpu_seconds']:.1f} CPU s, "
         f"verification {totals['verify_cpu_seconds']:.1f} CPU s. "
         f"Re-check: {recheck['compiled']}/{recheck['files']} patched files compile from scratch."
+    )
+    trace = result["cpu_trace_summary"]["all"]
+    overhead = result["overhead"]
+    out.print(
+        f"CPU of the process tree (fraction of {result['machine']['cpus']} cores, target "
+        f"{result['settings']['cpu_target']}): mean {trace['mean']:.2f}, p10 {trace['p10']:.2f}, "
+        f"p90 {trace['p90']:.2f} over {trace['samples']} samples. Orchestrator CPU "
+        f"{overhead['orchestrator_cpu_seconds']:.1f} s = {overhead['ratio'] or 0:.1%} "
+        f"of prover CPU "
+        f"{overhead['prover_cpu_seconds']:.1f} s."
         f"\nResult: {path}"
     )
 
@@ -332,6 +420,30 @@ def stats_command(
             str(r["id"]), r["command"], r["status"], r["started_at"] or "", r["finished_at"] or ""
         )
     out.print(runs)
+
+
+@app.command("config")
+def config_command(
+    path: Annotated[Path, typer.Argument(help="a project folder or file")] = Path("."),
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Show every setting, its value and where it comes from (flag > env > file > default)."""
+    if not path.exists():
+        raise _fail(f"{path} does not exist", EXIT_BAD_INPUT)
+    try:
+        settings, sources = load_settings(project_for(path).root)
+    except ConfigError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    rows = [(name, getattr(settings, name), sources[name]) for name in settings.__slots__]
+    if as_json:
+        out.print_json(json.dumps({n: {"value": v, "source": src} for n, v, src in rows}))
+        return
+    table = Table(title="orch config")
+    for column in ("setting", "value", "source", "environment variable"):
+        table.add_column(column)
+    for name, value, source in rows:
+        table.add_row(name, str(value), source, env_name(name))
+    out.print(table)
 
 
 @app.command("doctor")

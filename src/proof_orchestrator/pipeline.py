@@ -1,16 +1,25 @@
 """The fill pipeline: scan files, search proofs, verify whole files, patch, record.
 
-Per file:
+1. Read every file and find its holes; a file that does not compile before
+   any change is reported and skipped.
+2. Goals go into a priority queue (:mod:`.scheduler.queue`). Workers take
+   them one at a time:
+   - a proof the ledger already has (verified, or found and not yet
+     verified when the last run was stopped) is replayed, never searched;
+   - otherwise the bandit ranks the strategies for the goal's class and the
+     portfolio races the best ``portfolio`` of them, each in a session slot
+     granted by the CPU governor; the first candidate cancels the others;
+   - a strategy that failed on this fingerprint at budget B (in this run or
+     an earlier one) is only run again at 2B, up to the cap; a goal whose
+     strategies timed out goes back into the queue with doubled budgets
+     (parked), behind fresher goals.
+3. When a file's last goal is done, its candidates are verified together
+   (one recompilation and the axiom audit, narrowing failures to the blamed
+   candidates) and the file is written once, atomically.
 
-1. read it and find its holes; check that it compiles *before* any change
-   (a file that does not is reported and skipped);
-2. for each hole: reuse a verified proof from the ledger if its fingerprint
-   has one, else run the strategies in order until one proposes a candidate;
-   every attempt is recorded as it ends;
-3. verify all candidates together (one recompilation plus the axiom audit);
-   if that fails, add them one at a time and keep those that pass;
-4. write the file once, atomically, only if something was verified and the
-   file on disk is still the text the proofs were found for.
+Every attempt is recorded as it ends. Cancelling the run (Ctrl-C, SIGTERM)
+cancels the running attempts, which closes their provers; candidates found so
+far are in the ledger and are replayed by the next run.
 
 Nothing in here starts a process or writes SQL itself: provers and the
 ledger do.
@@ -18,13 +27,17 @@ ledger do.
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import enum
+import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
+from .config import Settings
 from .coqscript import check_script
 from .errors import FileChangedError, OrchError, PathNotFound, ProverError, ScriptRejected
 from .goals import Budget, Goal, Outcome
@@ -35,8 +48,12 @@ from .project.patch import Patch, apply_patches, write_atomic
 from .provers.base import TacticStatus, Verdict, VerificationResult
 from .provers.coq import CoqProver, CoqSettings, PrefixError
 from .provers.coq_verify import CoqVerifier
-from .strategies.base import Strategy
-from .strategies.micro import MicroStrategy
+from .scheduler.bandit import Bandit, goal_class
+from .scheduler.governor import CpuGovernor
+from .scheduler.portfolio import race
+from .scheduler.queue import GoalQueue, priority
+from .strategies.base import Strategy, StrategyResult
+from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 
 __all__ = [
     "FileReport",
@@ -45,11 +62,14 @@ __all__ = [
     "FillReport",
     "GoalReport",
     "collect_files",
+    "default_strategies",
     "fill",
 ]
 
-#: the strategy name under which proofs replayed from the ledger are recorded
+#: the strategy name under which verified proofs replayed from the ledger are recorded
 LEDGER_REPLAY = "ledger-replay"
+#: ... and candidates found by an earlier, interrupted run
+CANDIDATE_REPLAY = "candidate-replay"
 
 
 class FileStatus(enum.StrEnum):
@@ -112,11 +132,13 @@ class FillReport:
 
 @dataclass(frozen=True, slots=True)
 class FillOptions:
+    #: the first budget of every strategy on every goal
     budget: Budget = field(default_factory=lambda: Budget(cpu_seconds=10.0, tactic_seconds=1.0))
     dry_run: bool = False
-    #: reuse verified proofs from the ledger instead of searching again
+    #: reuse proofs from the ledger instead of searching again
     reuse: bool = True
-    settings: CoqSettings = field(default_factory=CoqSettings)
+    coq: CoqSettings = field(default_factory=CoqSettings)
+    orch: Settings = field(default_factory=Settings)
     command: str = "fill"
 
 
@@ -146,12 +168,29 @@ GoalCallback = Callable[[GoalReport], None]
 Candidate = tuple[CoqHole, GoalReport, int]
 
 
+def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
+    """The strategies of a profile, in the order preferred before anything is learned.
+
+    Profile 0 is quick tactics only. Profiles 1 and 2 add search, hammer,
+    retrieval, learned and LLM strategies as they become available; today
+    they run the same quick strategies as profile 0.
+    """
+    del profile  # every strategy that exists today belongs to profile 0
+    return [MicroStrategy(), InductionStrategy(), CachedStrategy(ledger.popular_scripts())]
+
+
 class _ProjectTools:
     """One prover and one verifier per Coq project (per set of flags)."""
 
-    def __init__(self, project: CoqProject, settings: CoqSettings) -> None:
+    def __init__(self, project: CoqProject, settings: CoqSettings, sessions: int) -> None:
         cwd = str(project.root)
-        self.prover = CoqProver(project.flags, cwd=cwd, settings=settings)
+        coq = CoqSettings(
+            **{
+                **{f: getattr(settings, f) for f in settings.__slots__},
+                "max_idle": max(settings.max_idle, sessions),
+            }
+        )
+        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq)
         self.verifier = CoqVerifier(
             project.flags, cwd=cwd, coqc=settings.coqc, coqtop=settings.coqtop
         )
@@ -159,6 +198,339 @@ class _ProjectTools:
     async def aclose(self) -> None:
         await self.prover.aclose()
         await self.verifier.aclose()
+
+
+@dataclass(slots=True)
+class _FileState:
+    path: Path
+    text: str
+    tools: _ProjectTools
+    report: FileReport
+    pending: int
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _GoalItem:
+    hole: CoqHole
+    file: _FileState
+    goal_id: int
+    report: GoalReport
+    #: CPU budget of each strategy still in play
+    budgets: dict[str, float]
+    revisits: int = 0
+    replayed: bool = False
+
+
+class _Run:
+    """The state of one fill run."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        options: FillOptions,
+        strategies: Sequence[Strategy],
+        report: FillReport,
+        governor: CpuGovernor,
+        on_goal: GoalCallback | None,
+    ) -> None:
+        self.ledger = ledger
+        self.options = options
+        self.strategies = {s.name: s for s in strategies}
+        self.report = report
+        self.governor = governor
+        self.on_goal = on_goal
+        self.bandit = Bandit(
+            options.orch.bandit, random.Random(options.orch.seed), ledger.load_bandit()
+        )
+        self.queue: GoalQueue[_GoalItem] = GoalQueue()
+        self.in_flight = 0
+        self.changed = asyncio.Event()
+        self.heavy = asyncio.Semaphore(options.orch.max_heavy)
+
+    @property
+    def run_id(self) -> int:
+        if self.report.run_id is None:
+            raise ValueError("the run has not been started in the ledger")
+        return self.report.run_id
+
+    # -- planning --------------------------------------------------------------
+
+    def budgets_for(self, goal: Goal) -> dict[str, float]:
+        """Each strategy's budget: the base, doubled past every budget it already failed at."""
+        failed = self.ledger.failed_budgets(goal.fingerprint)
+        base = self.options.budget.cpu_seconds
+        budgets: dict[str, float] = {}
+        for name in self.strategies:
+            budget = base
+            while budget <= failed.get(name, 0.0):
+                budget *= 2
+            if budget <= self.options.orch.budget_cap:
+                budgets[name] = budget
+        return budgets
+
+    def enqueue(self, item: _GoalItem) -> None:
+        hole = item.hole
+        text = item.file.text
+        dependents = text.count(hole.goal.name, hole.proof_end) if hole.goal.name else 0
+        attempts = self.ledger.attempts_for(hole.goal.fingerprint)
+        failures = sum(1 for a in attempts if a.outcome in (Outcome.FAILED, Outcome.TIMEOUT))
+        first_seen = min((a.created_at for a in attempts), default=None)
+        stuck = 0.0
+        if first_seen is not None:
+            seen = first_seen if first_seen.tzinfo else first_seen.replace(tzinfo=UTC)
+            stuck = (datetime.now(UTC) - seen).total_seconds() / 3600
+        self.queue.push(
+            item,
+            priority(
+                hole.goal.statement,
+                dependents=dependents,
+                stuck_hours=stuck,
+                failures=failures,
+                revisits=item.revisits,
+            ),
+        )
+        self.changed.set()
+
+    # -- workers -----------------------------------------------------------------
+
+    async def work(self) -> None:
+        while True:
+            if len(self.queue):
+                item = self.queue.pop()
+                self.in_flight += 1
+                try:
+                    await self.prove(item)
+                finally:
+                    self.in_flight -= 1
+                    self.changed.set()
+            elif self.in_flight == 0:
+                return
+            else:
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def prove(self, item: _GoalItem) -> None:
+        goal = item.hole.goal
+        if not item.replayed and self.options.reuse:
+            item.replayed = True
+            replay = await self.replay(item)
+            if replay is not None:
+                await self.goal_done(item, replay)
+                return
+        names = [n for n in self.strategies if n in item.budgets]
+        if not names:
+            item.report.outcome = (
+                Outcome.FAILED if item.report.outcome is Outcome.CANDIDATE else item.report.outcome
+            )
+            await self.goal_done(item, None)
+            return
+        klass = goal_class(goal.statement)
+        ranked = self.bandit.rank(klass, names)
+
+        async def attempt(name: str) -> StrategyResult:
+            return await self.attempt(item, name, klass)
+
+        outcome = await race(ranked, self.options.orch.portfolio, attempt)
+        if outcome.winner is not None:
+            result = outcome.results[outcome.winner]
+            try:
+                sentences = check_script(result.sentences)
+            except ScriptRejected as exc:
+                item.report.outcome = Outcome.REJECTED
+                item.report.message = str(exc)
+                self.record(item, outcome.winner, Outcome.REJECTED, result, str(exc))
+                await self.goal_done(item, None)
+                return
+            item.report.strategy = outcome.winner
+            item.report.sentences = sentences
+            await self.goal_done(item, item.report)
+            return
+        # no candidate: strategies that ran out of time get a doubled budget later
+        timed_out = {
+            n: item.budgets[n] * 2
+            for n, r in outcome.results.items()
+            if r.outcome is Outcome.TIMEOUT
+        }
+        doubled = {n: b for n, b in timed_out.items() if b <= self.options.orch.budget_cap}
+        worst = [r.outcome for r in outcome.results.values()]
+        item.report.outcome = (
+            Outcome.TIMEOUT
+            if Outcome.TIMEOUT in worst
+            else (
+                Outcome.ERROR
+                if worst and all(o is Outcome.ERROR for o in worst)
+                else Outcome.FAILED
+            )
+        )
+        if doubled:
+            item.budgets = doubled
+            item.revisits += 1
+            self.enqueue(item)  # parked: revisited after fresher goals
+            return
+        self.ledger.set_goal_status(item.goal_id, "failed")
+        await self.goal_done(item, None)
+
+    async def attempt(self, item: _GoalItem, name: str, klass: str) -> StrategyResult:
+        strategy = self.strategies[name]
+        base = self.options.budget
+        cpu = item.budgets[name]
+        budget = Budget(
+            cpu_seconds=cpu,
+            tactic_seconds=base.tactic_seconds * cpu / base.cpu_seconds,
+            grace_seconds=base.grace_seconds,
+        )
+        goal = item.hole.goal
+        started = time.monotonic()
+        result: StrategyResult
+        async with self.governor.slot():
+            heavy = self.heavy if getattr(strategy, "weight", "light") == "heavy" else None
+            if heavy is not None:
+                await heavy.acquire()
+            try:
+                async with item.file.tools.prover.session(
+                    goal, item.file.text, item.hole.prefix_end
+                ) as session:
+                    try:
+                        result = await strategy.prove(session, goal, budget)
+                    except asyncio.CancelledError:
+                        cancelled = StrategyResult(
+                            Outcome.CANCELLED,
+                            (),
+                            0,
+                            session.cpu_seconds(),
+                            time.monotonic() - started,
+                        )
+                        self.record(
+                            item, name, Outcome.CANCELLED, cancelled, "", budget.cpu_seconds
+                        )
+                        item.report.cpu_seconds += cancelled.cpu_seconds
+                        raise
+            except (ProverError, PrefixError) as exc:
+                result = StrategyResult(
+                    Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
+                )
+            finally:
+                if heavy is not None:
+                    heavy.release()
+        self.record(item, name, result.outcome, result, result.message, budget.cpu_seconds)
+        item.report.cpu_seconds += result.cpu_seconds
+        item.report.wall_seconds += result.wall_seconds
+        item.report.tactics_tried += result.tactics_tried
+        if result.outcome is not Outcome.ERROR:
+            arm = self.bandit.update(
+                klass,
+                name,
+                success=result.outcome is Outcome.CANDIDATE,
+                cpu_seconds=result.cpu_seconds,
+                censored=result.outcome is Outcome.TIMEOUT,
+            )
+            self.ledger.save_arm(klass, name, arm)
+        return result
+
+    def record(
+        self,
+        item: _GoalItem,
+        strategy: str,
+        outcome: Outcome,
+        result: StrategyResult,
+        message: str,
+        budget: float = 0.0,
+    ) -> None:
+        self.ledger.record_attempt(
+            run_id=self.run_id,
+            goal_id=item.goal_id,
+            fingerprint=item.hole.goal.fingerprint,
+            strategy=strategy,
+            outcome=outcome,
+            tactic=" ".join(result.sentences),
+            tactics_tried=result.tactics_tried,
+            budget_seconds=budget,
+            cpu_seconds=result.cpu_seconds,
+            wall_seconds=result.wall_seconds,
+            prover_version=self.report.prover_version,
+            message=message,
+        )
+
+    async def replay(self, item: _GoalItem) -> GoalReport | None:
+        """Re-check a proof the ledger already has; no search."""
+        fingerprint = item.hole.goal.fingerprint
+        for source, known in (
+            (LEDGER_REPLAY, self.ledger.verified_proof(fingerprint)),
+            (CANDIDATE_REPLAY, self.ledger.candidate_script(fingerprint)),
+        ):
+            if known is None:
+                continue
+            async with self.governor.slot():
+                replayed = await _replay(
+                    item.hole, item.file.text, item.file.tools.prover, known, self.options.budget
+                )
+            if replayed is not None:
+                replayed.strategy = source
+                item.report.strategy = source
+                item.report.sentences = replayed.sentences
+                item.report.cpu_seconds += replayed.cpu_seconds
+                item.report.wall_seconds += replayed.wall_seconds
+                return item.report
+        return None
+
+    async def goal_done(self, item: _GoalItem, candidate: GoalReport | None) -> None:
+        state = item.file
+        if candidate is not None:
+            candidate.outcome = Outcome.CANDIDATE
+            state.candidates.append((item.hole, candidate, item.goal_id))
+        elif self.on_goal:
+            self.on_goal(item.report)
+        state.pending -= 1
+        if state.pending == 0:
+            async with self.governor.slot():
+                await self.finish_file(state)
+
+    async def finish_file(self, state: _FileState) -> None:
+        accepted = await _verify(
+            state.path,
+            state.text,
+            state.candidates,
+            state.tools.verifier,
+            self.ledger,
+            self.run_id,
+            self.report.prover_version,
+            state.report,
+        )
+        final_text = apply_patches(state.text, [Patch(h, r.sentences) for h, r, _ in accepted])
+        written = False
+        if accepted and not self.options.dry_run:
+            try:
+                write_atomic(state.path, final_text, state.text)
+                written = True
+            except FileChangedError as exc:
+                state.report.status = FileStatus.CHANGED
+                state.report.message = str(exc)
+        diff = "".join(
+            difflib.unified_diff(
+                state.text.splitlines(keepends=True),
+                final_text.splitlines(keepends=True),
+                fromfile=str(state.path),
+                tofile=str(state.path),
+            )
+        )
+        for hole, goal_report, goal_id in accepted:
+            self.ledger.record_proof(
+                run_id=self.run_id,
+                goal_id=goal_id,
+                fingerprint=hole.goal.fingerprint,
+                sentences=goal_report.sentences,
+                strategy=goal_report.strategy,
+                prover_version=self.report.prover_version,
+                diff=diff,
+                written=written,
+            )
+        for _, goal_report, _ in state.candidates:
+            if self.on_goal:
+                self.on_goal(goal_report)
+        state.report.written = written
+        if state.report.status is FileStatus.INTERRUPTED:
+            state.report.status = FileStatus.DONE
 
 
 async def fill(
@@ -169,11 +541,13 @@ async def fill(
     strategies: Sequence[Strategy] | None = None,
     on_goal: GoalCallback | None = None,
     on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
+    governor: CpuGovernor | None = None,
 ) -> FillReport:
     """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything."""
     options = options or FillOptions()
-    strategies = list(strategies) if strategies is not None else [MicroStrategy()]
     files = collect_files(paths)
+    if strategies is None:
+        strategies = default_strategies(ledger, options.orch.profile)
     report = FillReport()
     started = time.monotonic()
     scanned: list[tuple[Path, str | None, list[CoqHole], str]] = []
@@ -186,8 +560,11 @@ async def fill(
     if on_files is not None:
         on_files([(path, len(holes)) for path, _, holes, _ in scanned])
 
-    tools: dict[tuple[str, ...], _ProjectTools] = {}
-    version_probe = CoqProver(settings=options.settings)
+    sessions = options.orch.max_light + options.orch.max_heavy
+    governor = governor or CpuGovernor(
+        options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
+    )
+    version_probe = CoqProver(settings=options.coq)
     report.prover_version = await version_probe.version()
     await version_probe.aclose()
     report.run_id = ledger.start_run(
@@ -197,36 +574,24 @@ async def fill(
             "dry_run": options.dry_run,
             "budget_cpu_seconds": options.budget.cpu_seconds,
             "tactic_seconds": options.budget.tactic_seconds,
+            "cpu_target": options.orch.cpu_target,
+            "seed": options.orch.seed,
         },
         report.prover_version,
     )
+    run = _Run(ledger, options, strategies, report, governor, on_goal)
+    tools: dict[tuple[str, ...], _ProjectTools] = {}
     status = "finished"
     try:
-        for path, text, holes, error in scanned:
-            if text is None:
-                report.files.append(FileReport(path, FileStatus.UNREADABLE, message=error))
-                continue
-            if not holes:
-                report.files.append(FileReport(path, FileStatus.DONE))
-                continue
-            project = project_for(path)
-            project_tools = tools.get(project.flags)
-            if project_tools is None:
-                project_tools = tools[project.flags] = _ProjectTools(project, options.settings)
-            file_report = FileReport(path, FileStatus.INTERRUPTED)
-            report.files.append(file_report)
-            await _fill_file(
-                path,
-                text,
-                holes,
-                project_tools,
-                ledger,
-                report,
-                file_report,
-                options,
-                strategies,
-                on_goal,
-            )
+        async with asyncio.TaskGroup() as group:
+            sampler = group.create_task(governor.run(), name="cpu-governor")
+            try:
+                await _plan(run, scanned, tools, sessions)
+                async with asyncio.TaskGroup() as workers:
+                    for index in range(max(1, options.orch.max_light)):
+                        workers.create_task(run.work(), name=f"goal-worker-{index}")
+            finally:
+                sampler.cancel()
     except BaseException:
         status = "interrupted"
         report.interrupted = True
@@ -239,162 +604,44 @@ async def fill(
     return report
 
 
-async def _fill_file(
-    path: Path,
-    text: str,
-    holes: list[CoqHole],
-    tools: _ProjectTools,
-    ledger: Ledger,
-    report: FillReport,
-    file_report: FileReport,
-    options: FillOptions,
-    strategies: Sequence[Strategy],
-    on_goal: GoalCallback | None,
+async def _plan(
+    run: _Run,
+    scanned: list[tuple[Path, str | None, list[CoqHole], str]],
+    tools: dict[tuple[str, ...], _ProjectTools],
+    sessions: int,
 ) -> None:
-    run_id = report.run_id
-    if run_id is None:
-        raise ValueError("_fill_file needs a started run")
-    compiles, output = await tools.verifier.compiles(path, text)
-    if not compiles:
-        file_report.status = FileStatus.DOES_NOT_COMPILE
-        file_report.message = output.strip()[-1500:]
-        for hole in holes:
-            goal_report = GoalReport(hole.goal, Outcome.ERROR, message="file does not compile")
-            file_report.goals.append(goal_report)
-            if on_goal:
-                on_goal(goal_report)
-        return
-
-    candidates: list[Candidate] = []
-    for hole in holes:
-        goal_id = ledger.upsert_goal(hole.goal)
-        goal_report = await _search(
-            hole,
-            text,
-            tools.prover,
-            ledger,
-            options,
-            strategies,
-            run_id,
-            goal_id,
-            report.prover_version,
-        )
-        file_report.goals.append(goal_report)
-        if goal_report.outcome is Outcome.CANDIDATE:
-            candidates.append((hole, goal_report, goal_id))
-        elif on_goal:
-            on_goal(goal_report)
-
-    accepted = await _verify(
-        path, text, candidates, tools.verifier, ledger, run_id, report.prover_version, file_report
-    )
-    final_text = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in accepted])
-    written = False
-    if accepted and not options.dry_run:
-        try:
-            write_atomic(path, final_text, text)
-            written = True
-        except FileChangedError as exc:
-            file_report.status = FileStatus.CHANGED
-            file_report.message = str(exc)
-    diff = "".join(
-        difflib.unified_diff(
-            text.splitlines(keepends=True),
-            final_text.splitlines(keepends=True),
-            fromfile=str(path),
-            tofile=str(path),
-        )
-    )
-    for hole, goal_report, goal_id in accepted:
-        ledger.record_proof(
-            run_id=run_id,
-            goal_id=goal_id,
-            fingerprint=hole.goal.fingerprint,
-            sentences=goal_report.sentences,
-            strategy=goal_report.strategy,
-            prover_version=report.prover_version,
-            diff=diff,
-            written=written,
-        )
-    for _, goal_report, _ in candidates:
-        if on_goal:
-            on_goal(goal_report)
-    file_report.written = written
-    if file_report.status is FileStatus.INTERRUPTED:
-        file_report.status = FileStatus.DONE
-
-
-async def _search(
-    hole: CoqHole,
-    text: str,
-    prover: CoqProver,
-    ledger: Ledger,
-    options: FillOptions,
-    strategies: Sequence[Strategy],
-    run_id: int,
-    goal_id: int,
-    version: str,
-) -> GoalReport:
-    goal = hole.goal
-    if options.reuse:
-        known = ledger.verified_proof(goal.fingerprint)
-        if known is not None:
-            replay = await _replay(hole, text, prover, known, options.budget)
-            if replay is not None:
-                return replay
-    last = GoalReport(goal, Outcome.FAILED)
-    total_cpu = 0.0
-    total_wall = 0.0
-    tried = 0
-    for strategy in strategies:
-        started = time.monotonic()
-        try:
-            async with prover.session(goal, text, hole.prefix_end) as session:
-                result = await strategy.prove(session, goal, options.budget)
-        except (ProverError, PrefixError) as exc:
-            ledger.record_attempt(
-                run_id=run_id,
-                goal_id=goal_id,
-                fingerprint=goal.fingerprint,
-                strategy=strategy.name,
-                outcome=Outcome.ERROR,
-                prover_version=version,
-                wall_seconds=time.monotonic() - started,
-                message=str(exc),
-            )
-            last = GoalReport(goal, Outcome.ERROR, strategy.name, message=str(exc))
+    """Check that each file compiles, and queue its goals."""
+    report = run.report
+    for path, text, holes, error in scanned:
+        if text is None:
+            report.files.append(FileReport(path, FileStatus.UNREADABLE, message=error))
             continue
-        total_cpu += result.cpu_seconds
-        total_wall += result.wall_seconds
-        tried += result.tactics_tried
-        outcome = result.outcome
-        sentences = result.sentences
-        message = result.message
-        if outcome is Outcome.CANDIDATE:
-            try:
-                sentences = check_script(sentences)
-            except ScriptRejected as exc:
-                outcome, message = Outcome.REJECTED, str(exc)
-        ledger.record_attempt(
-            run_id=run_id,
-            goal_id=goal_id,
-            fingerprint=goal.fingerprint,
-            strategy=strategy.name,
-            outcome=outcome,
-            tactic=" ".join(sentences),
-            tactics_tried=result.tactics_tried,
-            cpu_seconds=result.cpu_seconds,
-            wall_seconds=result.wall_seconds,
-            prover_version=version,
-            message=message,
-        )
-        last = GoalReport(
-            goal, outcome, strategy.name, sentences, tried, total_cpu, total_wall, message
-        )
-        if outcome is Outcome.CANDIDATE:
-            return last
-    ledger.set_goal_status(goal_id, "failed")
-    return last
+        if not holes:
+            report.files.append(FileReport(path, FileStatus.DONE))
+            continue
+        project = project_for(path)
+        project_tools = tools.get(project.flags)
+        if project_tools is None:
+            project_tools = tools[project.flags] = _ProjectTools(project, run.options.coq, sessions)
+        file_report = FileReport(path, FileStatus.INTERRUPTED)
+        report.files.append(file_report)
+        async with run.governor.slot():
+            compiles, output = await project_tools.verifier.compiles(path, text)
+        if not compiles:
+            file_report.status = FileStatus.DOES_NOT_COMPILE
+            file_report.message = output.strip()[-1500:]
+            for hole in holes:
+                goal_report = GoalReport(hole.goal, Outcome.ERROR, message="file does not compile")
+                file_report.goals.append(goal_report)
+                if run.on_goal:
+                    run.on_goal(goal_report)
+            continue
+        state = _FileState(path, text, project_tools, file_report, pending=len(holes))
+        for hole in holes:
+            goal_report = GoalReport(hole.goal, Outcome.FAILED)
+            file_report.goals.append(goal_report)
+            goal_id = run.ledger.upsert_goal(hole.goal)
+            run.enqueue(_GoalItem(hole, state, goal_id, goal_report, run.budgets_for(hole.goal)))
 
 
 async def _replay(

@@ -17,7 +17,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Attempt", "Base", "GoalRow", "Proof", "Run", "TacticCache"]
+__all__ = ["Attempt", "BanditArm", "Base", "GoalRow", "Proof", "Run", "TacticCache"]
 
 
 def utcnow() -> datetime:
@@ -72,6 +72,8 @@ class Attempt(Base):
     tactic: Mapped[str] = mapped_column(Text, default="")
     outcome: Mapped[str] = mapped_column(String(16))
     tactics_tried: Mapped[int] = mapped_column(Integer, default=0)
+    #: the CPU budget the strategy was given (0 when not budgeted, e.g. replays)
+    budget_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     wall_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     prover_version: Mapped[str] = mapped_column(String(64), default="")
@@ -106,3 +108,17 @@ class TacticCache(Base):
     tactic: Mapped[str] = mapped_column(Text, primary_key=True)
     successes: Mapped[int] = mapped_column(Integer, default=0)
     last_used: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class BanditArm(Base):
+    """What the bandit learned about one strategy on one goal class."""
+
+    __tablename__ = "bandit_arms"
+
+    goal_class: Mapped[str] = mapped_column(String(128), primary_key=True)
+    strategy: Mapped[str] = mapped_column(String(64), primary_key=True)
+    pulls: Mapped[int] = mapped_column(Integer, default=0)
+    successes: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[float] = mapped_column(Float, default=0.0)
+    cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    reward: Mapped[float] = mapped_column(Float, default=0.0)

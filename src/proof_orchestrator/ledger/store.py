@@ -15,13 +15,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Integer, create_engine, event, func, select, text
+from sqlalchemy import Engine, Integer, create_engine, event, func, inspect, select, text
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from ..coqsyntax import split_sentences
 from ..errors import LedgerError
 from ..goals import Goal, Outcome
-from .models import Attempt, Base, GoalRow, Proof, Run, TacticCache, utcnow
+from ..scheduler.bandit import ArmStats
+from .models import Attempt, BanditArm, Base, GoalRow, Proof, Run, TacticCache, utcnow
 
 __all__ = ["Ledger", "default_ledger_url"]
 
@@ -32,6 +34,20 @@ def default_ledger_url(project_root: Path) -> str:
     if env:
         return env
     return f"sqlite:///{project_root / '.orch' / 'ledger.sqlite'}"
+
+
+#: columns added after the first release: (table, column, SQL type and default)
+_ADDED_COLUMNS = (("attempts", "budget_seconds", "FLOAT DEFAULT 0"),)
+
+
+def _upgrade(engine: Engine) -> None:
+    """Add the columns a ledger made by an older version lacks (upgrade in place)."""
+    inspector = inspect(engine)
+    with engine.begin() as connection:
+        for table, column, ddl in _ADDED_COLUMNS:
+            present = {c["name"] for c in inspector.get_columns(table)}
+            if column not in present:
+                connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -56,6 +72,7 @@ class Ledger:
             else:
                 engine = create_engine(url, pool_pre_ping=True)
             Base.metadata.create_all(engine)
+            _upgrade(engine)
             with engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
         except (OSError, SQLAlchemyError) as exc:
@@ -149,6 +166,7 @@ class Ledger:
         outcome: Outcome,
         tactic: str = "",
         tactics_tried: int = 0,
+        budget_seconds: float = 0.0,
         cpu_seconds: float = 0.0,
         wall_seconds: float = 0.0,
         prover_version: str = "",
@@ -163,6 +181,7 @@ class Ledger:
                 outcome=outcome.value,
                 tactic=tactic,
                 tactics_tried=tactics_tried,
+                budget_seconds=budget_seconds,
                 cpu_seconds=cpu_seconds,
                 wall_seconds=wall_seconds,
                 prover_version=prover_version,
@@ -171,6 +190,72 @@ class Ledger:
             s.add(row)
             s.flush()
             return row.id
+
+    def failed_budgets(self, fingerprint: str) -> dict[str, float]:
+        """For each strategy, the largest budget at which it failed on this fingerprint."""
+        failed = (Outcome.FAILED.value, Outcome.TIMEOUT.value)
+        with self._session() as s:
+            rows = s.execute(
+                select(Attempt.strategy, func.max(Attempt.budget_seconds))
+                .where(Attempt.fingerprint == fingerprint, Attempt.outcome.in_(failed))
+                .group_by(Attempt.strategy)
+            ).all()
+            return {strategy: float(budget or 0.0) for strategy, budget in rows}
+
+    def candidate_script(self, fingerprint: str) -> tuple[str, ...] | None:
+        """The newest script a strategy found for this fingerprint (not yet verified)."""
+        with self._session() as s:
+            attempt = s.scalar(
+                select(Attempt)
+                .where(
+                    Attempt.fingerprint == fingerprint,
+                    Attempt.outcome == Outcome.CANDIDATE.value,
+                    Attempt.tactic != "",
+                )
+                .order_by(Attempt.id.desc())
+                .limit(1)
+            )
+            if attempt is None:
+                return None
+            rejected = s.scalar(
+                select(func.count())
+                .select_from(Attempt)
+                .where(
+                    Attempt.fingerprint == fingerprint,
+                    Attempt.outcome == Outcome.REJECTED.value,
+                    Attempt.tactic == attempt.tactic,
+                )
+            )
+            return None if rejected else tuple(s.code for s in split_sentences(attempt.tactic))
+
+    def popular_scripts(self, limit: int = 30) -> list[str]:
+        """Scripts that proved the most goals, best first (for cached replay)."""
+        with self._session() as s:
+            rows = s.execute(
+                select(TacticCache.tactic, func.sum(TacticCache.successes).label("n"))
+                .group_by(TacticCache.tactic)
+                .order_by(func.sum(TacticCache.successes).desc(), TacticCache.tactic)
+                .limit(limit)
+            ).all()
+            return [tactic for tactic, _ in rows]
+
+    def load_bandit(self) -> dict[tuple[str, str], ArmStats]:
+        with self._session() as s:
+            return {
+                (row.goal_class, row.strategy): ArmStats(
+                    row.pulls, row.successes, row.failures, row.cpu_seconds, row.reward
+                )
+                for row in s.scalars(select(BanditArm))
+            }
+
+    def save_arm(self, goal_class: str, strategy: str, arm: ArmStats) -> None:
+        with self._session() as s:
+            row = s.get(BanditArm, (goal_class, strategy))
+            if row is None:
+                row = BanditArm(goal_class=goal_class, strategy=strategy)
+                s.add(row)
+            row.pulls, row.successes, row.failures = arm.pulls, arm.successes, arm.failures
+            row.cpu_seconds, row.reward = arm.cpu_seconds, arm.reward
 
     def attempts_for(self, fingerprint: str) -> list[Attempt]:
         with self._session() as s:

@@ -101,6 +101,7 @@ class CoqTop:
         self.requests = 0
         #: why the process was killed, if it was
         self.fault: Exception | None = None
+        self._last_cpu = 0.0
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -135,6 +136,7 @@ class CoqTop:
         """Stop the process and the reader. Idempotent."""
         if self.state is CoqTopState.CLOSED:
             return
+        self.cpu_seconds()  # last reading before the process goes
         self.state = CoqTopState.CLOSED
         if self._proc is not None:
             await stop_process(self._proc)
@@ -156,7 +158,10 @@ class CoqTop:
         return self.state is CoqTopState.OPEN and self.fault is None
 
     def cpu_seconds(self) -> float:
-        return tree_cpu_seconds(self._proc.pid) if self._proc is not None else 0.0
+        """CPU of the process tree; after the process is gone, the last reading."""
+        if self._proc is not None and self._proc.returncode is None:
+            self._last_cpu = max(self._last_cpu, tree_cpu_seconds(self._proc.pid))
+        return self._last_cpu
 
     def rss_bytes(self) -> int:
         if self._proc is None or self._proc.returncode is not None:

@@ -23,8 +23,12 @@ from dataclasses import dataclass
 
 __all__ = ["ArmStats", "Bandit", "goal_class"]
 
-_TYPES = (("nat", r"\bnat\b|\bNat\."), ("list", r"\blist\b|\+\+|\bList\."),
-          ("bool", r"\bbool\b|\b(?:andb|orb|negb)\b|&&|\|\|"), ("option", r"\boption\b|\bSome\b|\bNone\b"))
+_TYPES = (
+    ("nat", r"\bnat\b|\bNat\."),
+    ("list", r"\blist\b|\+\+|\bList\."),
+    ("bool", r"\bbool\b|\b(?:andb|orb|negb)\b|&&|\|\|"),
+    ("option", r"\boption\b|\bSome\b|\bNone\b"),
+)
 
 
 def goal_class(statement: str) -> str:
@@ -107,8 +111,15 @@ class Bandit:
             scores.append(p / (1 + arm.mean_cpu))
         return scores
 
-    def update(self, klass: str, strategy: str, *, success: bool, cpu_seconds: float,
-               censored: bool = False) -> ArmStats:
+    def update(
+        self,
+        klass: str,
+        strategy: str,
+        *,
+        success: bool,
+        cpu_seconds: float,
+        censored: bool = False,
+    ) -> ArmStats:
         arm = self.arm(klass, strategy)
         arm.pulls += 1
         arm.cpu_seconds += cpu_seconds

@@ -143,8 +143,15 @@ class CpuGovernor:
         else:
             self.smoothed = self.smoothing * fraction + (1 - self.smoothing) * self.smoothed
         self._adjust(self.smoothed, others, rss_mb)
-        sample = CpuSample(now - self._started, round(fraction, 4), round(self.smoothed, 4),
-                           round(others, 4), self.limit, self.active, round(rss_mb, 1))
+        sample = CpuSample(
+            now - self._started,
+            round(fraction, 4),
+            round(self.smoothed, 4),
+            round(others, 4),
+            self.limit,
+            self.active,
+            round(rss_mb, 1),
+        )
         self.trace.append(sample)
         return sample
 
@@ -152,9 +159,7 @@ class CpuGovernor:
         limit = self.limit
         if others > 1 - self.target + self.band:
             limit = 1
-        elif rss_mb > self.memory_budget_mb:
-            limit -= 1
-        elif smoothed > self.target + self.band:
+        elif rss_mb > self.memory_budget_mb or smoothed > self.target + self.band:
             limit -= 1
         elif smoothed < self.target - self.band and self.active >= self.limit:
             limit += 1

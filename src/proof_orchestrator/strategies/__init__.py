@@ -1,6 +1,6 @@
 """Proof-search strategies: each takes an open session, a goal and a budget."""
 
 from .base import Strategy, StrategyResult
-from .micro import MicroStrategy
+from .micro import CachedStrategy, InductionStrategy, MicroStrategy
 
-__all__ = ["MicroStrategy", "Strategy", "StrategyResult"]
+__all__ = ["CachedStrategy", "InductionStrategy", "MicroStrategy", "Strategy", "StrategyResult"]

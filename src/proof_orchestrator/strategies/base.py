@@ -30,5 +30,7 @@ class StrategyResult:
 class Strategy(Protocol):
     #: a short stable name, used in the ledger and in reports
     name: str
+    #: "light" (quick tactics) or "heavy" (search, hammer): which slots it uses
+    weight: str
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult: ...

@@ -16,16 +16,25 @@ changes.
 
 from __future__ import annotations
 
+import abc
 import re
 import time
 from collections.abc import Sequence
 
+from ..coqsyntax import one_sentence
+from ..errors import SourceSyntaxError
 from ..goals import Budget, Goal, Outcome
 from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession
 from .base import StrategyResult
 
-__all__ = ["GENERIC_TACTICS", "PER_VARIABLE_TACTICS", "MicroStrategy"]
+__all__ = [
+    "GENERIC_TACTICS",
+    "PER_VARIABLE_TACTICS",
+    "CachedStrategy",
+    "InductionStrategy",
+    "MicroStrategy",
+]
 
 #: tried first, in this order; ``{lia}`` marks candidates that need lia
 GENERIC_TACTICS: tuple[str, ...] = (
@@ -114,41 +123,29 @@ def expand(templates: Sequence[str], lia: str | None, variable: str | None = Non
     return out
 
 
-class MicroStrategy:
-    """Quick tactics and small combinations, first success wins."""
+class _QuickTactics(abc.ABC):
+    """Try one-sentence scripts from the root, first completion wins."""
 
-    name = "micro"
+    name = "quick"
+    #: runs in a light slot
+    weight = "light"
 
-    def __init__(self, *, tactic_timeout: float | None = None, max_variables: int = 6) -> None:
-        self.tactic_timeout = tactic_timeout
-        self.max_variables = max_variables
-
-    async def candidates(self, session: CoqSession) -> list[str]:
-        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
-        scripts = expand(GENERIC_TACTICS, lia)
-        probe = await session.run_tactic("intros.", session.root, timeout=2)
-        variables: list[str] = []
-        if probe.ok:
-            variables = goal_variables(probe.goals[0] if probe.goals else "")
-        await session.back_to(session.root)
-        for variable in variables[: self.max_variables]:
-            scripts.extend(expand(PER_VARIABLE_TACTICS, lia, variable))
-        return list(dict.fromkeys(scripts))
+    @abc.abstractmethod
+    async def scripts(self, session: CoqSession) -> list[str]:
+        """The one-sentence scripts to try, in order."""
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
-        timeout = self.tactic_timeout or budget.tactic_seconds
         tried = 0
         last_message = ""
         outcome = Outcome.FAILED
-        for script in await self.candidates(session):
-            spent = session.cpu_seconds() - cpu_start
-            if spent >= budget.cpu_seconds:
+        for script in await self.scripts(session):
+            if session.cpu_seconds() - cpu_start >= budget.cpu_seconds:
                 outcome = Outcome.TIMEOUT
                 break
             tried += 1
-            result = await session.run_tactic(script, session.root, timeout=timeout)
+            result = await session.run_tactic(script, session.root, timeout=budget.tactic_seconds)
             if result.status is TacticStatus.COMPLETE:
                 return StrategyResult(
                     Outcome.CANDIDATE,
@@ -157,7 +154,9 @@ class MicroStrategy:
                     session.cpu_seconds() - cpu_start,
                     time.monotonic() - started,
                 )
-            if result.status is TacticStatus.FAILED:
+            if result.status is TacticStatus.TIMEOUT:
+                outcome = Outcome.TIMEOUT  # a longer timeout might have helped
+            elif result.status is TacticStatus.FAILED:
                 last_message = result.message
         return StrategyResult(
             outcome,
@@ -167,3 +166,57 @@ class MicroStrategy:
             time.monotonic() - started,
             last_message[-500:],
         )
+
+
+async def _lia(session: CoqSession) -> str | None:
+    return await session.locate_ltac("Coq.micromega.Lia.lia")
+
+
+class MicroStrategy(_QuickTactics):
+    """Closing tactics and small combinations (:data:`GENERIC_TACTICS`)."""
+
+    name = "micro"
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        return expand(GENERIC_TACTICS, await _lia(session))
+
+
+class InductionStrategy(_QuickTactics):
+    """Case analysis and induction on each variable (:data:`PER_VARIABLE_TACTICS`)."""
+
+    name = "induction"
+
+    def __init__(self, *, max_variables: int = 6) -> None:
+        self.max_variables = max_variables
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        lia = await _lia(session)
+        probe = await session.run_tactic("intros.", session.root, timeout=2)
+        variables: list[str] = []
+        if probe.ok:
+            variables = goal_variables(probe.goals[0] if probe.goals else "")
+        await session.back_to(session.root)
+        scripts: list[str] = []
+        for variable in variables[: self.max_variables]:
+            scripts.extend(expand(PER_VARIABLE_TACTICS, lia, variable))
+        return list(dict.fromkeys(scripts))
+
+
+class CachedStrategy(_QuickTactics):
+    """Replay the scripts that proved the most goals before (the ledger's tactic cache)."""
+
+    name = "cached"
+
+    def __init__(self, scripts: Sequence[str]) -> None:
+        self._scripts = [s for s in scripts if s.count(".") >= 1 and "\n" not in s]
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        return [s for s in self._scripts if _is_one_sentence(s)]
+
+
+def _is_one_sentence(text: str) -> bool:
+    try:
+        one_sentence(text)
+    except SourceSyntaxError:
+        return False
+    return True

@@ -1,0 +1,61 @@
+"""The speculative portfolio: several strategies race on one goal.
+
+Up to ``width`` strategies run at once, in the bandit's order; when one of
+them finishes, the next in line starts. The first result that is a candidate
+proof wins, and every strategy still running is cancelled at once (its
+session, and so its prover process, is closed by the cancellation). All tasks
+are owned by a ``TaskGroup``: none is left running when :func:`race` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..goals import Outcome
+from ..strategies.base import StrategyResult
+
+__all__ = ["RaceResult", "race"]
+
+
+@dataclass(slots=True)
+class RaceResult:
+    #: the strategy whose candidate won, if any
+    winner: str | None = None
+    #: results of the strategies that finished (the cancelled ones are not here)
+    results: dict[str, StrategyResult] = field(default_factory=dict)
+    #: strategies that were cancelled because another won
+    cancelled: list[str] = field(default_factory=list)
+
+
+async def race(
+    ranked: Sequence[str],
+    width: int,
+    attempt: Callable[[str], Coroutine[Any, Any, StrategyResult]],
+) -> RaceResult:
+    """Run ``attempt(name)`` for the names in ``ranked``, ``width`` at a time."""
+    outcome = RaceResult()
+    pending = list(ranked)
+    running: dict[asyncio.Task[StrategyResult], str] = {}
+    async with asyncio.TaskGroup() as group:
+        while pending or running:
+            while pending and len(running) < width and outcome.winner is None:
+                name = pending.pop(0)
+                running[group.create_task(attempt(name), name=f"attempt-{name}")] = name
+            if not running:
+                break
+            done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                name = running.pop(task)
+                result = task.result()
+                outcome.results[name] = result
+                if result.outcome is Outcome.CANDIDATE and outcome.winner is None:
+                    outcome.winner = name
+            if outcome.winner is not None:
+                for task, name in running.items():
+                    task.cancel()
+                    outcome.cancelled.append(name)
+                running.clear()
+    return outcome
