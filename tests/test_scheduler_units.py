@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 
@@ -14,8 +15,12 @@ STRATEGIES = ["micro", "induction", "cached"]
 def _schedule(seed: int, policy: str) -> list[list[str]]:
     """Rankings produced while feeding a fixed sequence of outcomes."""
     bandit = Bandit(policy, random.Random(seed))
-    outcomes = [("eq/nat", "induction", True, 0.2), ("eq/nat", "micro", False, 1.0),
-                ("order/nat", "micro", True, 0.1), ("eq/nat", "cached", False, 0.0)] * 5
+    outcomes = [
+        ("eq/nat", "induction", True, 0.2),
+        ("eq/nat", "micro", False, 1.0),
+        ("order/nat", "micro", True, 0.1),
+        ("eq/nat", "cached", False, 0.0),
+    ] * 5
     ranks = []
     for klass, strategy, success, cpu in outcomes:
         ranks.append(bandit.rank(klass, STRATEGIES))
@@ -105,3 +110,18 @@ def test_governor_measures_its_own_busy_process() -> None:
         pass  # burn CPU in this process
     sample = governor.sample()
     assert sample.fraction > 0.5
+
+
+async def test_gate_holds_requests_while_the_bucket_is_empty() -> None:
+    governor = CpuGovernor(0.5, max_slots=1, interval=0.02)
+    governor.tokens = -0.02  # spent ahead of the target
+    governor._refilled.clear()
+    sampler = asyncio.create_task(governor.run())
+    started = time.monotonic()
+    await governor.gate()
+    waited = time.monotonic() - started
+    sampler.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sampler
+    assert waited >= 0.01
+    assert governor.tokens >= 0

@@ -182,7 +182,9 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
 class _ProjectTools:
     """One prover and one verifier per Coq project (per set of flags)."""
 
-    def __init__(self, project: CoqProject, settings: CoqSettings, sessions: int) -> None:
+    def __init__(
+        self, project: CoqProject, settings: CoqSettings, sessions: int, governor: CpuGovernor
+    ) -> None:
         cwd = str(project.root)
         coq = CoqSettings(
             **{
@@ -190,7 +192,7 @@ class _ProjectTools:
                 "max_idle": max(settings.max_idle, sessions),
             }
         )
-        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq)
+        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
         self.verifier = CoqVerifier(
             project.flags, cwd=cwd, coqc=settings.coqc, coqtop=settings.coqtop
         )
@@ -622,7 +624,9 @@ async def _plan(
         project = project_for(path)
         project_tools = tools.get(project.flags)
         if project_tools is None:
-            project_tools = tools[project.flags] = _ProjectTools(project, run.options.coq, sessions)
+            project_tools = tools[project.flags] = _ProjectTools(
+                project, run.options.coq, sessions, run.governor
+            )
         file_report = FileReport(path, FileStatus.INTERRUPTED)
         report.files.append(file_report)
         async with run.governor.slot():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -26,6 +26,7 @@ from ..errors import ProjectError, ProverError, ProverHung, SessionClosed, Sourc
 from ..goals import Goal
 from .base import ProofState, TacticResult, TacticStatus
 from .coqtop import CoqTop
+from .process import run_command
 
 __all__ = ["CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
 
@@ -79,6 +80,7 @@ class CoqSession:
         self._root: ProofState | None = None
         self._current: ProofState | None = None
         self._cpu_spent = 0.0
+        self._cpu_base = 0.0
         self._closed = False
         #: number of times the process was replaced during this session
         self.replacements = 0
@@ -87,6 +89,7 @@ class CoqSession:
 
     async def _open(self) -> None:
         self._top = await self._prover._acquire()
+        self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
         root_token = await self._prover._load(self._top, self._prefix)
         self._root = ProofState((), root_token, self._generation)
@@ -94,7 +97,7 @@ class CoqSession:
 
     async def _replace_process(self) -> None:
         if self._top is not None:
-            self._cpu_spent += self._top.cpu_seconds()
+            self._cpu_spent += self._top.cpu_seconds() - self._cpu_base
             await self._top.aclose()
         self._top = None
         self.replacements += 1
@@ -106,7 +109,7 @@ class CoqSession:
         self._closed = True
         top, self._top = self._top, None
         if top is not None:
-            self._cpu_spent += top.cpu_seconds()
+            self._cpu_spent += top.cpu_seconds() - self._cpu_base
             await self._prover._release(top)
 
     # -- the ProofSession protocol ----------------------------------------
@@ -124,7 +127,7 @@ class CoqSession:
         return self._current
 
     def cpu_seconds(self) -> float:
-        live = self._top.cpu_seconds() if self._top is not None else 0.0
+        live = self._top.cpu_seconds() - self._cpu_base if self._top is not None else 0.0
         return self._cpu_spent + live
 
     def _require_top(self) -> CoqTop:
@@ -263,10 +266,13 @@ class CoqProver:
         *,
         cwd: str | None = None,
         settings: CoqSettings | None = None,
+        throttle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.flags = tuple(flags)
         self.cwd = cwd
         self.settings = settings or CoqSettings()
+        #: awaited before every sentence sent (the CPU governor's gate)
+        self.throttle = throttle
         self._idle: list[tuple[CoqTop, _Loaded]] = []
         self._loaded: dict[int, _Loaded] = {}
         self._closed = False
@@ -274,8 +280,6 @@ class CoqProver:
         self.started = 0
 
     async def version(self) -> str:
-        from .process import run_command
-
         run = await run_command([self.settings.coqtop, "--version"], timeout=30)
         first = run.output.splitlines()[0] if run.output else ""
         match = re.search(r"version (\S+)", first)
@@ -314,6 +318,7 @@ class CoqProver:
             cwd=self.cwd,
             executable=self.settings.coqtop,
             start_timeout=self.settings.start_timeout,
+            throttle=self.throttle,
         )
         await top.start()
         self.started += 1

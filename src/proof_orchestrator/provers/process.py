@@ -23,13 +23,32 @@ import psutil
 
 from ..errors import ProverHung, ProverNotFound
 
+#: the prover processes this process started and has not reaped yet
+_LIVE: dict[int, psutil.Process] = {}
+
+
+def live_processes() -> list[psutil.Process]:
+    """Prover processes started by this process that are still running."""
+    return list(_LIVE.values())
+
+
+def process_cpu_seconds(proc: psutil.Process) -> float:
+    """User + system CPU of one process and of the children it has reaped (one /proc read)."""
+    try:
+        t = proc.cpu_times()
+    except psutil.NoSuchProcess:
+        return 0.0
+    return t.user + t.system + t.children_user + t.children_system
+
+
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "CompletedRun",
+    "live_processes",
+    "process_cpu_seconds",
     "run_command",
     "spawn",
     "stop_process",
-    "tree_cpu_seconds",
 ]
 
 #: address-space cap for one prover process (bytes); ``ORCH_PROVER_MEMORY_MB`` overrides
@@ -65,7 +84,7 @@ async def spawn(
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` in its own session with pipes and a memory cap."""
     limit = memory_limit()
-    return await asyncio.create_subprocess_exec(
+    proc = await asyncio.create_subprocess_exec(
         resolve(argv[0]),
         *argv[1:],
         stdin=asyncio.subprocess.PIPE,
@@ -76,6 +95,9 @@ async def spawn(
         start_new_session=True,
         preexec_fn=lambda: _limit_memory(limit),
     )
+    with contextlib.suppress(psutil.NoSuchProcess):
+        _LIVE[proc.pid] = psutil.Process(proc.pid)
+    return proc
 
 
 async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> None:
@@ -98,21 +120,7 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
     await proc.wait()
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid`` and its live descendants and reaped children."""
-    try:
-        root = psutil.Process(pid)
-        times = root.cpu_times()
-        total = times.user + times.system + times.children_user + times.children_system
-        for child in root.children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                ct = child.cpu_times()
-                total += ct.user + ct.system
-        return total
-    except psutil.NoSuchProcess:
-        return 0.0
+    _LIVE.pop(proc.pid, None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +155,7 @@ async def run_command(
     except BaseException:
         await stop_process(proc)
         raise
+    _LIVE.pop(proc.pid, None)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     returncode = proc.returncode if proc.returncode is not None else await proc.wait()

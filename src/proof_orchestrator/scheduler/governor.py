@@ -1,14 +1,21 @@
 """The CPU governor: keep the orchestrator's process tree near a CPU target.
 
-Every ``interval`` seconds it measures the CPU time used by this process and
-all its descendants (psutil, not the load average) and turns it into a
-fraction of the whole machine: ``cpu seconds / (wall seconds * cores)``. The
-fraction is smoothed with an exponential moving average. A limit on the
-number of sessions that run at once follows it:
+Every ``interval`` seconds (0.25) it measures the CPU time used by this
+process and every prover it started (``getrusage`` and psutil, not the load
+average). Two controls follow from it:
 
-* smoothed fraction above ``target + band``: one slot fewer (at least 1);
-* below ``target - band`` while every slot is busy: one slot more (up to the
-  maximum);
+* a **token bucket** refilled at ``target * cores`` core-seconds per second
+  and emptied by what the tree used; provers await :meth:`CpuGovernor.gate`
+  before every request, so when the tree is ahead of its share, the next
+  tactic waits. This keeps the average at the target even on two cores,
+  where one session is already about half the machine;
+* a **limit on sessions at once**, from the fraction of the machine used
+  per second (``cpu seconds / (wall seconds * cores)``) smoothed with an
+  exponential moving average:
+
+* the number of sessions the target allows, given the cores one session
+  uses (``smoothed * cores / active``): one step toward it per sample, up
+  only while every slot is busy and usage is below ``target - band``;
 * the rest of the machine busy with other work (its share above
   ``1 - target``): back off to a single slot;
 * provers' resident memory above the memory budget: one slot fewer.
@@ -22,11 +29,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import resource
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import psutil
+
+from ..provers.process import live_processes, process_cpu_seconds
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
 
@@ -49,70 +59,66 @@ class CpuSample:
     rss_mb: float
 
 
-def _tree(root: psutil.Process) -> list[psutil.Process]:
-    try:
-        return [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return []
+def _tree_cpu_and_rss() -> tuple[float, float]:
+    """CPU seconds used so far by this process and every prover it started; RSS in MiB.
 
-
-@dataclass(slots=True)
-class _TreeClock:
-    """Cumulative CPU of a process tree, counting processes that already exited."""
-
-    root: psutil.Process
-    seen: dict[int, float] = field(default_factory=dict)
-    finished: float = 0.0
-
-    def total(self) -> tuple[float, float]:
-        alive: dict[int, float] = {}
-        rss = 0.0
-        for proc in _tree(self.root):
-            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
-                times = proc.cpu_times()
-                alive[proc.pid] = times.user + times.system
-                rss += proc.memory_info().rss
-        for pid, seconds in self.seen.items():
-            if pid not in alive:
-                self.finished += seconds  # its last reading before it exited
-        self.seen = alive
-        return self.finished + sum(alive.values()), rss / 1024**2
+    This process and its reaped children come from ``getrusage``; live provers
+    from one ``/proc`` read each (no scan of the whole process table).
+    """
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    rss = psutil.Process().memory_info().rss
+    for proc in live_processes():
+        cpu += process_cpu_seconds(proc)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            rss += proc.memory_info().rss
+    return cpu, rss / 1024**2
 
 
 class CpuGovernor:
-    """Measures our CPU share and limits how many sessions run at once."""
+    """Measures our CPU share, limits sessions, and paces prover requests."""
 
     def __init__(
         self,
         target: float,
         max_slots: int,
         *,
-        interval: float = 1.0,
-        smoothing: float = 0.3,
+        interval: float = 0.25,
+        trace_every: float = 1.0,
+        smoothing: float = 0.2,
         band: float = 0.05,
+        burst: float = 0.1,
         memory_budget_mb: float = 8192,
         cpus: int | None = None,
-        pid: int | None = None,
     ) -> None:
         self.target = target
         self.max_slots = max_slots
         self.interval = interval
+        self.trace_every = trace_every
         self.smoothing = smoothing
         self.band = band
         self.memory_budget_mb = memory_budget_mb
         self.cpus = cpus or os.cpu_count() or 1
-        self._clock = _TreeClock(psutil.Process(pid or os.getpid()))
+        #: core-seconds of CPU that may still be spent now (token bucket)
+        self.tokens = burst
+        self.burst = burst
+        self.rate = target * self.cpus
         self.limit = 1
         self.active = 0
         self.smoothed: float | None = None
         self.trace: list[CpuSample] = []
         self._changed = asyncio.Condition()
+        self._refilled = asyncio.Event()
+        self._refilled.set()
         self._started = time.monotonic()
-        self._last_cpu, _ = self._clock.total()
+        self._last_cpu, _ = _tree_cpu_and_rss()
         self._last_wall = self._started
+        self._window_cpu = self._last_cpu
+        self._window_wall = self._started
         psutil.cpu_percent(None)  # prime the system-wide counter
 
-    # -- slots ----------------------------------------------------------------
+    # -- slots and pacing -------------------------------------------------------
 
     @contextlib.asynccontextmanager
     async def slot(self) -> AsyncIterator[None]:
@@ -127,15 +133,46 @@ class CpuGovernor:
                 self.active -= 1
                 self._changed.notify_all()
 
+    async def gate(self) -> None:
+        """Wait while the CPU already spent is ahead of the target rate.
+
+        Provers call this before every request, so the average CPU use follows
+        the target even when one session alone would use more or less of it.
+        """
+        while self.tokens < 0:
+            await self._refilled.wait()
+
     # -- measuring ------------------------------------------------------------
 
-    def sample(self) -> CpuSample:
-        """Take one measurement and adjust the limit."""
+    def _measure(self) -> tuple[float, float, float]:
+        """Read the tree's CPU, refill the bucket; returns (now, cpu, rss_mb)."""
         now = time.monotonic()
-        cpu, rss_mb = self._clock.total()
-        wall = max(now - self._last_wall, 1e-6)
-        fraction = max(cpu - self._last_cpu, 0.0) / (wall * self.cpus)
+        cpu, rss_mb = _tree_cpu_and_rss()
+        used = max(cpu - self._last_cpu, 0.0)
+        elapsed = max(now - self._last_wall, 1e-6)
         self._last_cpu, self._last_wall = cpu, now
+        self.tokens = min(self.burst, self.tokens + self.rate * elapsed - used)
+        if self.tokens >= 0:
+            self._refilled.set()
+        else:
+            self._refilled.clear()
+        return now, cpu, rss_mb
+
+    def tick(self) -> CpuSample | None:
+        """Measure and refill; every ``trace_every`` seconds also record a sample."""
+        now, cpu, rss_mb = self._measure()
+        if now - self._window_wall < self.trace_every:
+            return None
+        return self._record(now, cpu, rss_mb)
+
+    def sample(self) -> CpuSample:
+        """Measure and record a sample now."""
+        return self._record(*self._measure())
+
+    def _record(self, now: float, cpu: float, rss_mb: float) -> CpuSample:
+        wall = max(now - self._window_wall, 1e-6)
+        fraction = max(cpu - self._window_cpu, 0.0) / (wall * self.cpus)
+        self._window_cpu, self._window_wall = cpu, now
         machine = psutil.cpu_percent(None) / 100.0
         others = max(machine - fraction, 0.0)
         if self.smoothed is None:
@@ -143,8 +180,10 @@ class CpuGovernor:
         else:
             self.smoothed = self.smoothing * fraction + (1 - self.smoothing) * self.smoothed
         self._adjust(self.smoothed, others, rss_mb)
+        # leave room for other work on a busy machine
+        self.rate = max(min(self.target, 1.0 - others), 0.05) * self.cpus
         sample = CpuSample(
-            now - self._started,
+            round(now - self._started, 3),
             round(fraction, 4),
             round(self.smoothed, 4),
             round(others, 4),
@@ -156,21 +195,27 @@ class CpuGovernor:
         return sample
 
     def _adjust(self, smoothed: float, others: float, rss_mb: float) -> None:
+        """Move the session limit one step toward what the target allows."""
         limit = self.limit
         if others > 1 - self.target + self.band:
             limit = 1
-        elif rss_mb > self.memory_budget_mb or smoothed > self.target + self.band:
+        elif rss_mb > self.memory_budget_mb:
             limit -= 1
-        elif smoothed < self.target - self.band and self.active >= self.limit:
-            limit += 1
+        elif self.active > 0 and smoothed > 0:
+            per_session = smoothed * self.cpus / self.active  # cores one session uses
+            ideal = int(self.target * self.cpus / max(per_session, 0.05) + 1e-9)
+            if ideal > limit and self.active >= limit and smoothed < self.target - self.band:
+                limit += 1
+            elif ideal < limit:
+                limit -= 1
         self.limit = max(1, min(self.max_slots, limit))
 
     async def run(self) -> None:
-        """Sample forever (cancel to stop), waking waiting sessions when the limit grows."""
+        """Tick forever (cancel to stop), waking waiting sessions when the limit grows."""
         while True:
             await asyncio.sleep(self.interval)
             before = self.limit
-            self.sample()
+            self.tick()
             if self.limit != before:
                 async with self._changed:
                     self._changed.notify_all()
