@@ -109,3 +109,20 @@ async def test_processes_are_reused_across_holes_and_recycled(
             assert result.status is TacticStatus.COMPLETE
     assert prover.started == 3  # 5 sessions, at most 2 per process
     await prover.aclose()
+
+
+async def test_completion_is_seen_after_backtracking(write_v: Callable[[str, str], Path]) -> None:
+    """coqtop may print no goals for the first command after a BackTo; the session asks."""
+    text = "Lemma both : 1 = 1 /\\ True.\nAdmitted.\n"
+    path = write_v("B.v", text)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, text, hole.prefix_end) as session:
+        first = await session.run_tactic("split.", timeout=2)
+        assert first.status is TacticStatus.GOALS
+        again = await session.run_tactic("split.", session.root, timeout=2)
+        assert again.status is TacticStatus.GOALS
+        assert len(again.goals) == 2
+        done = await session.run_tactic("split; [reflexivity | exact I].", session.root, timeout=2)
+        assert done.status is TacticStatus.COMPLETE
+    await prover.aclose()

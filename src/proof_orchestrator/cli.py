@@ -119,6 +119,7 @@ def _progress() -> Progress:
         TimeRemainingColumn(),
         console=console,
         transient=False,
+        refresh_per_second=4,
     )
 
 

@@ -15,7 +15,7 @@ and the ``..`` of recursive notations.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import SourceSyntaxError
 
@@ -27,21 +27,21 @@ _SELECTOR_BRACE = re.compile(r"(?:\d+|\[[A-Za-z_][\w']*\])\s*:\s*\{")
 
 @dataclass(frozen=True, slots=True)
 class Sentence:
-    """One sentence: ``text`` is ``source[start:end]`` (comments inside kept)."""
+    """One sentence: ``text`` is ``source[start:end]`` (comments inside kept).
+
+    ``code`` is the sentence without comments, on a single line. This is the
+    form sent to ``coqtop``: one sentence per line, so that a parse error
+    (after which coqtop discards the rest of the line) can never leave half a
+    sentence in its input buffer.
+    """
 
     text: str
     start: int
     end: int
+    code: str = field(init=False)
 
-    @property
-    def code(self) -> str:
-        """The sentence without comments, on a single line.
-
-        This is the form sent to ``coqtop``: one sentence per line, so that a
-        parse error (after which coqtop discards the rest of the line) can never
-        leave half a sentence in its input buffer.
-        """
-        return " ".join(strip_comments(self.text).split())
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", " ".join(strip_comments(self.text).split()))
 
     @property
     def is_bullet_or_brace(self) -> bool:

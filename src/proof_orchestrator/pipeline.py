@@ -48,7 +48,7 @@ from .project.patch import Patch, apply_patches, write_atomic
 from .provers.base import TacticStatus, Verdict, VerificationResult
 from .provers.coq import CoqProver, CoqSettings, PrefixError
 from .provers.coq_verify import CoqVerifier
-from .scheduler.bandit import Bandit, goal_class
+from .scheduler.bandit import ArmStats, Bandit, goal_class
 from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import race
 from .scheduler.queue import GoalQueue, priority
@@ -258,9 +258,8 @@ class _Run:
 
     # -- planning --------------------------------------------------------------
 
-    def budgets_for(self, goal: Goal) -> dict[str, float]:
+    def budgets_for(self, failed: dict[str, float]) -> dict[str, float]:
         """Each strategy's budget: the base, doubled past every budget it already failed at."""
-        failed = self.ledger.failed_budgets(goal.fingerprint)
         base = self.options.budget.cpu_seconds
         budgets: dict[str, float] = {}
         for name in self.strategies:
@@ -271,13 +270,11 @@ class _Run:
                 budgets[name] = budget
         return budgets
 
-    def enqueue(self, item: _GoalItem) -> None:
+    def enqueue(
+        self, item: _GoalItem, failures: int = 0, first_seen: datetime | None = None
+    ) -> None:
         hole = item.hole
-        text = item.file.text
-        dependents = text.count(hole.goal.name, hole.proof_end) if hole.goal.name else 0
-        attempts = self.ledger.attempts_for(hole.goal.fingerprint)
-        failures = sum(1 for a in attempts if a.outcome in (Outcome.FAILED, Outcome.TIMEOUT))
-        first_seen = min((a.created_at for a in attempts), default=None)
+        dependents = item.file.text.count(hole.goal.name, hole.proof_end) if hole.goal.name else 0
         stuck = 0.0
         if first_seen is not None:
             seen = first_seen if first_seen.tzinfo else first_seen.replace(tzinfo=UTC)
@@ -415,19 +412,20 @@ class _Run:
             finally:
                 if heavy is not None:
                     heavy.release()
-        self.record(item, name, result.outcome, result, result.message, budget.cpu_seconds)
         item.report.cpu_seconds += result.cpu_seconds
         item.report.wall_seconds += result.wall_seconds
         item.report.tactics_tried += result.tactics_tried
+        arm = None
         if result.outcome is not Outcome.ERROR:
-            arm = self.bandit.update(
+            stats = self.bandit.update(
                 klass,
                 name,
                 success=result.outcome is Outcome.CANDIDATE,
                 cpu_seconds=result.cpu_seconds,
                 censored=result.outcome is Outcome.TIMEOUT,
             )
-            self.ledger.save_arm(klass, name, arm)
+            arm = (klass, stats)
+        self.record(item, name, result.outcome, result, result.message, budget.cpu_seconds, arm)
         return result
 
     def record(
@@ -438,6 +436,7 @@ class _Run:
         result: StrategyResult,
         message: str,
         budget: float = 0.0,
+        arm: tuple[str, ArmStats] | None = None,
     ) -> None:
         self.ledger.record_attempt(
             run_id=self.run_id,
@@ -452,6 +451,7 @@ class _Run:
             wall_seconds=result.wall_seconds,
             prover_version=self.report.prover_version,
             message=message,
+            arm=arm,
         )
 
     async def replay(self, item: _GoalItem) -> GoalReport | None:
@@ -645,7 +645,9 @@ async def _plan(
             goal_report = GoalReport(hole.goal, Outcome.FAILED)
             file_report.goals.append(goal_report)
             goal_id = run.ledger.upsert_goal(hole.goal)
-            run.enqueue(_GoalItem(hole, state, goal_id, goal_report, run.budgets_for(hole.goal)))
+            failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)
+            item = _GoalItem(hole, state, goal_id, goal_report, run.budgets_for(failed))
+            run.enqueue(item, failures, first_seen)
 
 
 async def _replay(

@@ -15,7 +15,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, Integer, create_engine, event, func, inspect, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Integer,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -171,36 +183,75 @@ class Ledger:
         wall_seconds: float = 0.0,
         prover_version: str = "",
         message: str = "",
-    ) -> int:
-        with self._session() as s:
-            row = Attempt(
-                run_id=run_id,
-                goal_id=goal_id,
-                fingerprint=fingerprint,
-                strategy=strategy,
-                outcome=outcome.value,
-                tactic=tactic,
-                tactics_tried=tactics_tried,
-                budget_seconds=budget_seconds,
-                cpu_seconds=cpu_seconds,
-                wall_seconds=wall_seconds,
-                prover_version=prover_version,
-                message=message[:4000],
-            )
-            s.add(row)
-            s.flush()
-            return row.id
+        arm: tuple[str, ArmStats] | None = None,
+    ) -> None:
+        """Record one attempt (and, with ``arm=(goal_class, stats)``, the bandit arm) at once."""
+        values = {
+            "run_id": run_id,
+            "goal_id": goal_id,
+            "fingerprint": fingerprint,
+            "strategy": strategy,
+            "outcome": outcome.value,
+            "tactic": tactic,
+            "tactics_tried": tactics_tried,
+            "budget_seconds": budget_seconds,
+            "cpu_seconds": cpu_seconds,
+            "wall_seconds": wall_seconds,
+            "prover_version": prover_version,
+            "message": message[:4000],
+            "created_at": utcnow(),
+        }
+        with self._transaction() as connection:
+            connection.execute(insert(Attempt), values)
+            if arm is not None:
+                self._write_arm(connection, arm[0], strategy, arm[1])
 
-    def failed_budgets(self, fingerprint: str) -> dict[str, float]:
-        """For each strategy, the largest budget at which it failed on this fingerprint."""
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        try:
+            with self.engine.begin() as connection:
+                yield connection
+        except OperationalError as exc:
+            raise LedgerError(f"the ledger at {self.url} could not be written: {exc.orig}") from exc
+
+    @staticmethod
+    def _write_arm(connection: Connection, goal_class: str, strategy: str, arm: ArmStats) -> None:
+        values = {
+            "pulls": arm.pulls,
+            "successes": arm.successes,
+            "failures": arm.failures,
+            "cpu_seconds": arm.cpu_seconds,
+            "reward": arm.reward,
+        }
+        updated = connection.execute(
+            update(BanditArm)
+            .where(BanditArm.goal_class == goal_class, BanditArm.strategy == strategy)
+            .values(**values)
+        )
+        if updated.rowcount == 0:
+            connection.execute(
+                insert(BanditArm), {"goal_class": goal_class, "strategy": strategy, **values}
+            )
+
+    def history(self, fingerprint: str) -> tuple[int, datetime | None, dict[str, float]]:
+        """(failed attempts, first attempt time, largest failed budget per strategy)."""
         failed = (Outcome.FAILED.value, Outcome.TIMEOUT.value)
-        with self._session() as s:
-            rows = s.execute(
-                select(Attempt.strategy, func.max(Attempt.budget_seconds))
-                .where(Attempt.fingerprint == fingerprint, Attempt.outcome.in_(failed))
-                .group_by(Attempt.strategy)
+        with self._transaction() as connection:
+            rows = connection.execute(
+                select(
+                    Attempt.strategy, Attempt.outcome, Attempt.budget_seconds, Attempt.created_at
+                ).where(Attempt.fingerprint == fingerprint)
             ).all()
-            return {strategy: float(budget or 0.0) for strategy, budget in rows}
+        failures = 0
+        first: datetime | None = None
+        budgets: dict[str, float] = {}
+        for strategy, outcome, budget, created in rows:
+            if first is None or created < first:
+                first = created
+            if outcome in failed:
+                failures += 1
+                budgets[strategy] = max(budgets.get(strategy, 0.0), float(budget or 0.0))
+        return failures, first, budgets
 
     def candidate_script(self, fingerprint: str) -> tuple[str, ...] | None:
         """The newest script a strategy found for this fingerprint (not yet verified)."""
@@ -249,19 +300,8 @@ class Ledger:
             }
 
     def save_arm(self, goal_class: str, strategy: str, arm: ArmStats) -> None:
-        with self._session() as s:
-            row = s.get(BanditArm, (goal_class, strategy))
-            if row is None:
-                row = BanditArm(goal_class=goal_class, strategy=strategy)
-                s.add(row)
-            row.pulls, row.successes, row.failures = arm.pulls, arm.successes, arm.failures
-            row.cpu_seconds, row.reward = arm.cpu_seconds, arm.reward
-
-    def attempts_for(self, fingerprint: str) -> list[Attempt]:
-        with self._session() as s:
-            return list(s.scalars(select(Attempt).where(Attempt.fingerprint == fingerprint)))
-
-    # -- proofs and the tactic cache -----------------------------------------
+        with self._transaction() as connection:
+            self._write_arm(connection, goal_class, strategy, arm)
 
     def record_proof(
         self,

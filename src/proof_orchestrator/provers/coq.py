@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from ..coqsyntax import one_sentence, split_sentences
+from ..coqsyntax import Sentence, one_sentence, split_sentences
 from ..errors import ProjectError, ProverError, ProverHung, SessionClosed, SourceSyntaxError
 from ..goals import Goal
 from .base import ProofState, TacticResult, TacticStatus
@@ -140,7 +140,9 @@ class CoqSession:
         if self._current == state:
             return
         if state.generation == self._generation:
-            reply = await top.send(f"BackTo {state.token}.", self._prover.settings.load_timeout)
+            reply = await top.send(
+                f"BackTo {state.token}.", self._prover.settings.load_timeout, checked=True
+            )
             if reply.state != state.token:
                 raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
             self._current = state
@@ -167,7 +169,7 @@ class CoqSession:
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
         try:
-            reply = await top.send(line, seconds + self._prover.settings.grace)
+            reply = await top.send(line, seconds + self._prover.settings.grace, checked=True)
         except ProverHung as exc:
             await self._replace_process()
             return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))
@@ -180,12 +182,18 @@ class CoqSession:
             return TacticResult(status, origin, message=reply.output, cpu_seconds=reply.cpu_seconds)
         new_state = ProofState((*origin.script, code), reply.state, self._generation)
         self._current = new_state
-        if _NO_MORE_GOALS.search(reply.output):
+        display = reply.output
+        if not display.strip():
+            # coqtop sometimes prints no goals for the first command after a
+            # BackTo; ask for them (Show changes nothing in the proof)
+            shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
+            display = shown.output
+        if _NO_MORE_GOALS.search(display):
             return TacticResult(TacticStatus.COMPLETE, new_state, cpu_seconds=reply.cpu_seconds)
         return TacticResult(
             TacticStatus.GOALS,
             new_state,
-            goals=_split_goals(reply.output),
+            goals=_split_goals(display),
             cpu_seconds=reply.cpu_seconds,
         )
 
@@ -230,7 +238,9 @@ class CoqSession:
 
     async def _return_after_query(self, top: CoqTop, origin: ProofState) -> None:
         """A query advanced coqtop's state number; go back to ``origin``."""
-        reply = await top.send(f"BackTo {origin.token}.", self._prover.settings.load_timeout)
+        reply = await top.send(
+            f"BackTo {origin.token}.", self._prover.settings.load_timeout, checked=True
+        )
         if reply.state != origin.token:
             raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
         self._current = origin
@@ -278,6 +288,7 @@ class CoqProver:
         self._closed = False
         #: processes started over the prover's life
         self.started = 0
+        self._split_cache: tuple[str, list[Sentence]] | None = None
 
     async def version(self) -> str:
         run = await run_command([self.settings.coqtop, "--version"], timeout=30)
@@ -288,13 +299,19 @@ class CoqProver:
     @asynccontextmanager
     async def session(self, goal: Goal, source: str, prefix_end: int) -> AsyncIterator[CoqSession]:
         """A session at ``goal``: ``source[:prefix_end]`` is loaded first."""
-        prefix = [s.code for s in split_sentences(source[:prefix_end])]
+        prefix = self._prefix_codes(source, prefix_end)
         session = CoqSession(self, goal, prefix)
         try:
             await session._open()
             yield session
         finally:
             await session.aclose()
+
+    def _prefix_codes(self, source: str, prefix_end: int) -> list[str]:
+        """Sentence codes of ``source`` up to ``prefix_end`` (the split is cached per text)."""
+        if self._split_cache is None or self._split_cache[0] != source:
+            self._split_cache = (source, split_sentences(source))
+        return [s.code for s in self._split_cache[1] if s.end <= prefix_end]
 
     async def aclose(self) -> None:
         self._closed = True
@@ -350,14 +367,14 @@ class CoqProver:
             common += 1
         target = loaded.states[common - 1] if common else loaded.base
         if top.current != target:
-            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout)
+            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout, checked=True)
             if reply.state != target:
                 raise ProverError(f"BackTo {target} landed on state {reply.state}")
         del loaded.codes[common:]
         del loaded.states[common:]
         for code in prefix[common:]:
             before = top.current
-            reply = await top.send(code, self.settings.load_timeout)
+            reply = await top.send(code, self.settings.load_timeout, checked=True)
             if reply.state == before:
                 raise PrefixError(
                     f"the file does not load up to the hole: {code[:80]!r} fails: "

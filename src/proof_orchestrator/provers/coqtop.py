@@ -143,7 +143,7 @@ class CoqTop:
         """Stop the process and the reader. Idempotent."""
         if self.state is CoqTopState.CLOSED:
             return
-        self.cpu_seconds()  # last reading before the process goes
+        self.refresh_cpu()  # last reading before the process goes
         self.state = CoqTopState.CLOSED
         if self._proc is not None:
             await stop_process(self._proc)
@@ -165,7 +165,14 @@ class CoqTop:
         return self.state is CoqTopState.OPEN and self.fault is None
 
     def cpu_seconds(self) -> float:
-        """CPU of the process (and the children it reaped); after it is gone, the last reading."""
+        """CPU of the process (and the children it reaped) as of its last reply.
+
+        It is read once per reply (the process is idle between requests), so
+        asking is free; :meth:`refresh_cpu` reads it now.
+        """
+        return self._last_cpu
+
+    def refresh_cpu(self) -> float:
         if self._proc is not None and self._proc.returncode is None:
             if self._ps is None:
                 try:
@@ -185,13 +192,16 @@ class CoqTop:
 
     # -- protocol ----------------------------------------------------------
 
-    async def send(self, sentence: str, timeout: float) -> Reply:
+    async def send(self, sentence: str, timeout: float, *, checked: bool = False) -> Reply:
         """Send one sentence and wait for its prompt.
 
         ``timeout`` is the hard wall-clock guard: if the prompt has not come by
         then, the process group is killed and :class:`ProverHung` is raised.
+        ``checked=True`` says that ``sentence`` is already the ``code`` of one
+        :class:`~proof_orchestrator.coqsyntax.Sentence` (one sentence, one
+        line), so it is not split again.
         """
-        line = _one_sentence_line(sentence)
+        line = sentence if checked else _one_sentence_line(sentence)
         if self._throttle is not None:
             await self._throttle()  # the CPU governor may hold us back here
         async with self._lock:
@@ -201,7 +211,7 @@ class CoqTop:
             proc = self._proc
             if proc is None or proc.stdin is None:
                 raise SessionClosed("coqtop has no input pipe")
-            cpu_before = self.cpu_seconds()
+            cpu_before = self._last_cpu  # idle between requests: the last reading will do
             started = time.monotonic()
             try:
                 proc.stdin.write(line.encode() + b"\n")
@@ -219,7 +229,7 @@ class CoqTop:
                 state=reply.state,
                 proof=reply.proof,
                 wall_seconds=time.monotonic() - started,
-                cpu_seconds=max(self.cpu_seconds() - cpu_before, 0.0),
+                cpu_seconds=max(self.refresh_cpu() - cpu_before, 0.0),
             )
             self.current = reply.state
             return reply
@@ -309,7 +319,8 @@ class CoqTop:
 
     async def _next_reply(self, timeout: float) -> Reply:
         try:
-            item = await asyncio.wait_for(self._replies.get(), timeout)
+            async with asyncio.timeout(timeout):
+                item = await self._replies.get()
         except TimeoutError:
             await self._poison(
                 ProverHung(
