@@ -94,3 +94,11 @@ async def test_cancelling_a_request_leaves_no_orphan() -> None:
     assert top.returncode is not None
     assert pid is not None
     assert not psutil.pid_exists(pid)
+
+
+async def test_prover_runs_under_the_memory_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_PROVER_MEMORY_MB", "3000")
+    async with CoqTop() as top:
+        assert top.pid is not None
+        soft, hard = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
+        assert soft == hard == 3000 * 1024**2

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 
@@ -114,14 +113,7 @@ def test_governor_measures_its_own_busy_process() -> None:
 
 async def test_gate_holds_requests_while_the_bucket_is_empty() -> None:
     governor = CpuGovernor(0.5, max_slots=1, interval=0.02)
-    governor.tokens = -0.02  # spent ahead of the target
-    governor._refilled.clear()
-    sampler = asyncio.create_task(governor.run())
+    governor.tokens = -0.05  # 0.05 core-seconds ahead of a 1 core-second/second target
     started = time.monotonic()
     await governor.gate()
-    waited = time.monotonic() - started
-    sampler.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await sampler
-    assert waited >= 0.01
-    assert governor.tokens >= 0
+    assert time.monotonic() - started >= 0.045

@@ -59,8 +59,11 @@ class CpuSample:
     rss_mb: float
 
 
-def _tree_cpu_and_rss() -> tuple[float, float]:
-    """CPU seconds used so far by this process and every prover it started; RSS in MiB.
+_SELF = psutil.Process()
+
+
+def _tree_cpu() -> float:
+    """CPU seconds used so far by this process and every prover it started.
 
     This process and its reaped children come from ``getrusage``; live provers
     from one ``/proc`` read each (no scan of the whole process table).
@@ -68,12 +71,15 @@ def _tree_cpu_and_rss() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    rss = psutil.Process().memory_info().rss
+    return cpu + sum(process_cpu_seconds(proc) for proc in live_processes())
+
+
+def _tree_rss_mb() -> float:
+    rss = _SELF.memory_info().rss
     for proc in live_processes():
-        cpu += process_cpu_seconds(proc)
         with contextlib.suppress(psutil.NoSuchProcess):
             rss += proc.memory_info().rss
-    return cpu, rss / 1024**2
+    return rss / 1024**2
 
 
 class CpuGovernor:
@@ -109,10 +115,8 @@ class CpuGovernor:
         self.smoothed: float | None = None
         self.trace: list[CpuSample] = []
         self._changed = asyncio.Condition()
-        self._refilled = asyncio.Event()
-        self._refilled.set()
         self._started = time.monotonic()
-        self._last_cpu, _ = _tree_cpu_and_rss()
+        self._last_cpu = _tree_cpu()
         self._last_wall = self._started
         self._window_cpu = self._last_cpu
         self._window_wall = self._started
@@ -139,37 +143,35 @@ class CpuGovernor:
         Provers call this before every request, so the average CPU use follows
         the target even when one session alone would use more or less of it.
         """
-        while self.tokens < 0:
-            await self._refilled.wait()
+        if self.tokens < 0:
+            # the bucket refills at `rate`: sleep exactly until the debt is repaid
+            await asyncio.sleep(-self.tokens / self.rate)
 
     # -- measuring ------------------------------------------------------------
 
-    def _measure(self) -> tuple[float, float, float]:
-        """Read the tree's CPU, refill the bucket; returns (now, cpu, rss_mb)."""
+    def _measure(self) -> tuple[float, float]:
+        """Read the tree's CPU, refill the bucket; returns (now, cpu)."""
         now = time.monotonic()
-        cpu, rss_mb = _tree_cpu_and_rss()
+        cpu = _tree_cpu()
         used = max(cpu - self._last_cpu, 0.0)
         elapsed = max(now - self._last_wall, 1e-6)
         self._last_cpu, self._last_wall = cpu, now
         self.tokens = min(self.burst, self.tokens + self.rate * elapsed - used)
-        if self.tokens >= 0:
-            self._refilled.set()
-        else:
-            self._refilled.clear()
-        return now, cpu, rss_mb
+        return now, cpu
 
     def tick(self) -> CpuSample | None:
         """Measure and refill; every ``trace_every`` seconds also record a sample."""
-        now, cpu, rss_mb = self._measure()
+        now, cpu = self._measure()
         if now - self._window_wall < self.trace_every:
             return None
-        return self._record(now, cpu, rss_mb)
+        return self._record(now, cpu)
 
     def sample(self) -> CpuSample:
         """Measure and record a sample now."""
         return self._record(*self._measure())
 
-    def _record(self, now: float, cpu: float, rss_mb: float) -> CpuSample:
+    def _record(self, now: float, cpu: float) -> CpuSample:
+        rss_mb = _tree_rss_mb()
         wall = max(now - self._window_wall, 1e-6)
         fraction = max(cpu - self._window_cpu, 0.0) / (wall * self.cpus)
         self._window_cpu, self._window_wall = cpu, now
