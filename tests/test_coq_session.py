@@ -126,3 +126,22 @@ async def test_completion_is_seen_after_backtracking(write_v: Callable[[str, str
         done = await session.run_tactic("split; [reflexivity | exact I].", session.root, timeout=2)
         assert done.status is TacticStatus.COMPLETE
     await prover.aclose()
+
+
+async def test_a_tactic_that_crashes_coqtop_fails_and_the_session_goes_on(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        old = session._top
+        assert old is not None
+        assert old.pid is not None
+        os.kill(old.pid, signal.SIGKILL)  # what a stack overflow in coqtop looks like from here
+        crashed = await session.run_tactic("intros n.", timeout=2)
+        assert crashed.status is TacticStatus.FAILED
+        assert session.replacements == 1
+        done = await session.run_tactic("induction n; simpl; auto.", session.root, timeout=2)
+        assert done.status is TacticStatus.COMPLETE
+    await prover.aclose()

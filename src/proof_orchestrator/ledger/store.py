@@ -135,29 +135,38 @@ class Ledger:
     # -- goals ---------------------------------------------------------------
 
     def upsert_goal(self, goal: Goal) -> int:
-        with self._session() as s:
-            row = s.scalar(
-                select(GoalRow).where(
-                    GoalRow.file == str(goal.file),
-                    GoalRow.name == goal.name,
-                    GoalRow.fingerprint == goal.fingerprint,
+        where = (
+            GoalRow.file == str(goal.file),
+            GoalRow.name == goal.name,
+            GoalRow.fingerprint == goal.fingerprint,
+        )
+        with self._transaction() as connection:
+            found = connection.execute(select(GoalRow.id).where(*where)).scalar()
+            if found is not None:
+                connection.execute(
+                    update(GoalRow)
+                    .where(GoalRow.id == found)
+                    .values(line=goal.line, updated_at=utcnow())
                 )
-            )
-            if row is None:
-                row = GoalRow(
+                return int(found)
+            now = utcnow()
+            result = connection.execute(
+                insert(GoalRow).values(
                     fingerprint=goal.fingerprint,
                     file=str(goal.file),
                     name=goal.name,
                     line=goal.line,
                     statement=goal.statement,
                     language=goal.language,
+                    status="open",
+                    first_seen=now,
+                    updated_at=now,
                 )
-                s.add(row)
-                s.flush()
-            else:
-                row.line = goal.line
-                row.updated_at = utcnow()
-            return row.id
+            )
+            key = result.inserted_primary_key
+            if key is None:
+                raise LedgerError(f"the ledger at {self.url} returned no id for a new goal")
+            return int(key[0])
 
     def set_goal_status(self, goal_id: int, status: str) -> None:
         with self._session() as s:
@@ -314,32 +323,38 @@ class Ledger:
         prover_version: str,
         diff: str,
         written: bool,
-    ) -> int:
-        with self._session() as s:
-            proof = Proof(
-                run_id=run_id,
-                goal_id=goal_id,
-                fingerprint=fingerprint,
-                sentences=list(sentences),
-                strategy=strategy,
-                prover_version=prover_version,
-                diff=diff,
-                written=written,
+    ) -> None:
+        """Record a verified proof, count it in the tactic cache, mark its goal proved."""
+        key = " ".join(sentences)
+        now = utcnow()
+        with self._transaction() as connection:
+            connection.execute(
+                insert(Proof).values(
+                    run_id=run_id,
+                    goal_id=goal_id,
+                    fingerprint=fingerprint,
+                    sentences=list(sentences),
+                    strategy=strategy,
+                    prover_version=prover_version,
+                    diff=diff,
+                    written=written,
+                    verified_at=now,
+                )
             )
-            s.add(proof)
-            key = " ".join(sentences)
-            cached = s.get(TacticCache, (fingerprint, key))
-            if cached is None:
-                s.add(TacticCache(fingerprint=fingerprint, tactic=key, successes=1))
-            else:
-                cached.successes += 1
-                cached.last_used = utcnow()
-            goal = s.get(GoalRow, goal_id)
-            if goal is not None:
-                goal.status = "proved"
-                goal.updated_at = utcnow()
-            s.flush()
-            return proof.id
+            cached = connection.execute(
+                update(TacticCache)
+                .where(TacticCache.fingerprint == fingerprint, TacticCache.tactic == key)
+                .values(successes=TacticCache.successes + 1, last_used=now)
+            )
+            if cached.rowcount == 0:
+                connection.execute(
+                    insert(TacticCache).values(
+                        fingerprint=fingerprint, tactic=key, successes=1, last_used=now
+                    )
+                )
+            connection.execute(
+                update(GoalRow).where(GoalRow.id == goal_id).values(status="proved", updated_at=now)
+            )
 
     def verified_proof(self, fingerprint: str) -> tuple[str, ...] | None:
         """The newest verified proof of a fingerprint, if any."""

@@ -22,7 +22,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from ..coqsyntax import Sentence, one_sentence, split_sentences
-from ..errors import ProjectError, ProverError, ProverHung, SessionClosed, SourceSyntaxError
+from ..errors import (
+    ProjectError,
+    ProverCrashed,
+    ProverError,
+    ProverHung,
+    SessionClosed,
+    SourceSyntaxError,
+)
 from ..goals import Goal
 from .base import ProofState, TacticResult, TacticStatus
 from .coqtop import CoqTop
@@ -173,6 +180,10 @@ class CoqSession:
         except ProverHung as exc:
             await self._replace_process()
             return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))
+        except ProverCrashed as exc:
+            # some tactics kill coqtop (a stack overflow): that tactic failed, the session goes on
+            await self._replace_process()
+            return TacticResult(TacticStatus.FAILED, self._rebased(origin), message=str(exc))
         if reply.state == origin.token:
             status = (
                 TacticStatus.TIMEOUT

@@ -22,9 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-import os
 import re
-import signal
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -88,7 +86,6 @@ class CoqTop:
         start_timeout: float = 60.0,
         reply_cap: int = DEFAULT_REPLY_CAP,
         throttle: Callable[[], Awaitable[None]] | None = None,
-        interrupt_grace: float = 2.0,
     ) -> None:
         self._argv = [executable, "-q", "-emacs", *flags]
         self._cwd = cwd
@@ -108,7 +105,6 @@ class CoqTop:
         self._last_cpu = 0.0
         self._ps: psutil.Process | None = None
         self._throttle = throttle
-        self._interrupt_grace = interrupt_grace
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -222,7 +218,10 @@ class CoqTop:
             try:
                 reply = await self._next_reply(timeout)
             except asyncio.CancelledError:
-                await asyncio.shield(self._interrupt())
+                # its answer would arrive unasked for: the process is out of step now.
+                # (SIGINT would keep it, but coqtop 8.16 often ends up unusable after one.)
+                self.fault = ProverDesync("a request was cancelled while coqtop was working")
+                await asyncio.shield(self.aclose())
                 raise
             reply = Reply(
                 output=reply.output,
@@ -233,64 +232,6 @@ class CoqTop:
             )
             self.current = reply.state
             return reply
-
-    async def _interrupt(self) -> None:
-        """Stop the sentence being run (the request was cancelled) and get back in step.
-
-        coqtop answers SIGINT with "User interrupt." and its prompt, and stays
-        usable. A SIGINT that reaches it while idle makes it print an extra
-        prompt, so after the answer we wait a moment: anything more and the
-        process is out of step, and killed. A probe then checks that the
-        process still works.
-        """
-        proc = self._proc
-        if proc is None or self.state is not CoqTopState.OPEN:
-            return
-        if self._replies.empty():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(proc.pid, signal.SIGINT)
-        try:
-            item = await asyncio.wait_for(self._replies.get(), self._interrupt_grace)
-        except TimeoutError:
-            self.fault = ProverHung("coqtop did not stop after an interrupt; killed it")
-            await self.aclose()
-            return
-        if isinstance(item, _Fault):
-            self.fault = item.error
-            await self.aclose()
-            return
-        self.current = item.state
-        await asyncio.sleep(0.1)
-        if not self._replies.empty():
-            self.fault = ProverDesync("coqtop answered an interrupt twice; killed it")
-            await self.aclose()
-            return
-        # An interrupt that lands in coqtop's own bookkeeping (not in a tactic)
-        # can leave it broken: every later command then fails. Probe it: a
-        # harmless command must advance the state, and BackTo must return.
-        if not await self._healthy(item.state):
-            self.fault = ProverDesync("coqtop was not usable after an interrupt; killed it")
-            await self.aclose()
-
-    async def _healthy(self, state: int) -> bool:
-        proc = self._proc
-        if proc is None or proc.stdin is None:
-            return False
-        try:
-            proc.stdin.write(b"Check tt.\n")
-            await proc.stdin.drain()
-            checked = await asyncio.wait_for(self._replies.get(), self._interrupt_grace)
-            if not isinstance(checked, Reply) or checked.state <= state:
-                return False
-            proc.stdin.write(f"BackTo {state}.\n".encode())
-            await proc.stdin.drain()
-            back = await asyncio.wait_for(self._replies.get(), self._interrupt_grace)
-        except (TimeoutError, BrokenPipeError, ConnectionResetError):
-            return False
-        if not isinstance(back, Reply) or back.state != state:
-            return False
-        self.current = state
-        return True
 
     async def write_raw(self, data: str) -> None:
         """Write bytes without framing. Only for tests that provoke a desync."""
