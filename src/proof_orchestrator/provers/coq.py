@@ -299,7 +299,8 @@ class CoqProver:
         self._closed = False
         #: processes started over the prover's life
         self.started = 0
-        self._split_cache: tuple[str, list[Sentence]] | None = None
+        #: sentences of recently used source texts
+        self._split_cache: dict[str, list[Sentence]] = {}
 
     async def version(self) -> str:
         run = await run_command([self.settings.coqtop, "--version"], timeout=30)
@@ -320,9 +321,12 @@ class CoqProver:
 
     def _prefix_codes(self, source: str, prefix_end: int) -> list[str]:
         """Sentence codes of ``source`` up to ``prefix_end`` (the split is cached per text)."""
-        if self._split_cache is None or self._split_cache[0] != source:
-            self._split_cache = (source, split_sentences(source))
-        return [s.code for s in self._split_cache[1] if s.end <= prefix_end]
+        sentences = self._split_cache.get(source)
+        if sentences is None:
+            if len(self._split_cache) >= 16:
+                self._split_cache.pop(next(iter(self._split_cache)))
+            sentences = self._split_cache[source] = split_sentences(source)
+        return [s.code for s in sentences if s.end <= prefix_end]
 
     async def aclose(self) -> None:
         self._closed = True
@@ -385,7 +389,7 @@ class CoqProver:
         del loaded.states[common:]
         for code in prefix[common:]:
             before = top.current
-            reply = await top.send(code, self.settings.load_timeout, checked=True)
+            reply = await top.send(code, self.settings.load_timeout, checked=True, measure=False)
             if reply.state == before:
                 raise PrefixError(
                     f"the file does not load up to the hole: {code[:80]!r} fails: "

@@ -188,14 +188,18 @@ class CoqTop:
 
     # -- protocol ----------------------------------------------------------
 
-    async def send(self, sentence: str, timeout: float, *, checked: bool = False) -> Reply:
+    async def send(
+        self, sentence: str, timeout: float, *, checked: bool = False, measure: bool = True
+    ) -> Reply:
         """Send one sentence and wait for its prompt.
 
         ``timeout`` is the hard wall-clock guard: if the prompt has not come by
         then, the process group is killed and :class:`ProverHung` is raised.
         ``checked=True`` says that ``sentence`` is already the ``code`` of one
         :class:`~proof_orchestrator.coqsyntax.Sentence` (one sentence, one
-        line), so it is not split again.
+        line), so it is not split again. ``measure=False`` skips reading the
+        process's CPU for this reply (bulk loading; the next measured reply
+        accounts for it).
         """
         line = sentence if checked else _one_sentence_line(sentence)
         if self._throttle is not None:
@@ -228,7 +232,7 @@ class CoqTop:
                 state=reply.state,
                 proof=reply.proof,
                 wall_seconds=time.monotonic() - started,
-                cpu_seconds=max(self.refresh_cpu() - cpu_before, 0.0),
+                cpu_seconds=max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0,
             )
             self.current = reply.state
             return reply
