@@ -21,6 +21,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from .background import run_background
 from .bank import run_bank
 from .config import ConfigError, Settings, env_name, load_settings
 from .doctor import run_checks
@@ -376,6 +377,74 @@ def bank_command(
         f"of prover CPU "
         f"{overhead['prover_cpu_seconds']:.1f} s."
         f"\nResult: {path}"
+    )
+
+
+@app.command("bg")
+def bg_command(
+    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    duration: Annotated[
+        float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")
+    ] = None,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    cpu_target: CpuTarget = None,
+    max_light: MaxLight = None,
+    max_heavy: MaxHeavy = None,
+    profile: Profile = None,
+    seed: Seed = None,
+    bandit: BanditOpt = None,
+    portfolio: Portfolio = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
+) -> None:
+    """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
+    try:
+        collect_files(paths)
+        resolve("coqtop")
+    except (PathNotFound, ProverNotFound) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    if duration is not None and duration <= 0:
+        raise _fail("--duration must be positive", EXIT_BAD_INPUT)
+    settings = _settings(
+        paths[0],
+        cpu_target=cpu_target,
+        max_light=max_light,
+        max_heavy=max_heavy,
+        profile=profile,
+        seed=seed,
+        bandit=bandit,
+        portfolio=portfolio,
+        budget=budget,
+        tactic_timeout=tactic_timeout,
+    )
+    ledger = _open_ledger(db, paths[0])
+
+    def cycle(number: int, report: FillReport | None, next_step: str) -> None:
+        if report is None:
+            console.print(f"[yellow]{next_step}[/]")
+            return
+        console.print(
+            f"cycle {number}: {report.proved}/{len(report.goals)} holes proved, "
+            f"{report.cpu_seconds:.1f} CPU s; {next_step}"
+        )
+
+    console.print(
+        f"orch bg: working on {', '.join(map(str, paths))} "
+        f"(CPU target {settings.cpu_target:.0%}); Ctrl-C stops"
+    )
+    try:
+        result = _run(
+            run_background(paths, ledger, _options(settings), duration=duration, on_cycle=cycle)
+        )
+    except OrchError as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        ledger.close()
+    trace = result.governor_trace
+    mean = sum(trace) / len(trace) if trace else 0.0
+    out.print(
+        f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.restarts} "
+        f"restart(s) after edits, {result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"
     )
 
 

@@ -249,6 +249,8 @@ class _Run:
         self.in_flight = 0
         self.changed = asyncio.Event()
         self.heavy = asyncio.Semaphore(options.orch.max_heavy)
+        #: told about every file this run writes (``orch bg`` ignores its own writes)
+        self.on_write: Callable[[Path, str], None] | None = None
 
     @property
     def run_id(self) -> int:
@@ -505,6 +507,8 @@ class _Run:
             try:
                 write_atomic(state.path, final_text, state.text)
                 written = True
+                if self.on_write is not None:
+                    self.on_write(state.path, final_text)
             except FileChangedError as exc:
                 state.report.status = FileStatus.CHANGED
                 state.report.message = str(exc)
@@ -544,6 +548,7 @@ async def fill(
     on_goal: GoalCallback | None = None,
     on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
     governor: CpuGovernor | None = None,
+    on_write: Callable[[Path, str], None] | None = None,
 ) -> FillReport:
     """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything."""
     options = options or FillOptions()
@@ -582,6 +587,7 @@ async def fill(
         report.prover_version,
     )
     run = _Run(ledger, options, strategies, report, governor, on_goal)
+    run.on_write = on_write
     tools: dict[tuple[str, ...], _ProjectTools] = {}
     status = "finished"
     try:

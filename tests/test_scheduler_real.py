@@ -1,0 +1,167 @@
+"""The scheduler with the real prover: racing, resuming, budgets, background mode."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from proof_orchestrator.config import Settings
+from proof_orchestrator.goals import Budget, Goal, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.coq import CoqSession
+from proof_orchestrator.scheduler.governor import CpuGovernor
+from proof_orchestrator.strategies.base import StrategyResult
+
+from .conftest import coqc_ok
+from .test_cli import wait_for_attempts
+
+
+class Slow:
+    """Runs a tactic that takes far longer than the test; remembers its coqtop."""
+
+    name = "slow"
+    weight = "light"
+
+    def __init__(self) -> None:
+        self.pids: list[int] = []
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        top = session._top
+        if top is not None and top.pid is not None:
+            self.pids.append(top.pid)
+        await session.run_tactic("do 1000000000 idtac.", session.root, timeout=60)
+        return StrategyResult(Outcome.FAILED)
+
+
+class Fast:
+    """Waits a moment (so that the slow one is surely running), then proves the goal."""
+
+    name = "fast"
+    weight = "light"
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        await asyncio.sleep(1.0)
+        result = await session.run_tactic("reflexivity.", session.root, timeout=5)
+        if result.status is TacticStatus.COMPLETE:
+            return StrategyResult(Outcome.CANDIDATE, ("reflexivity.",), 1)
+        return StrategyResult(Outcome.FAILED)
+
+
+async def test_first_success_cancels_the_others_and_their_processes_are_gone(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Race.v", "Lemma r : 2 + 2 = 4.\nAdmitted.\n")
+    slow = Slow()
+    settings = Settings(bandit="ucb1", portfolio=2, max_light=2, cpu_target=1.0)
+    governor = CpuGovernor(1.0, 2)
+    governor.limit = 2  # both racers run at once
+    started = time.monotonic()
+    report = await fill(
+        [path], ledger, FillOptions(orch=settings), strategies=[slow, Fast()], governor=governor
+    )
+    assert time.monotonic() - started < 20  # the 60 s tactic did not have to finish
+    assert report.proved == 1
+    assert report.goals[0].strategy == "fast"
+    assert slow.pids
+    assert not any(psutil.pid_exists(pid) for pid in slow.pids)
+    attempts = {(a, o) for a, o in _rows(ledger, "SELECT strategy, outcome FROM attempts")}
+    assert ("slow", "cancelled") in attempts
+    assert ("fast", "candidate") in attempts
+
+
+def _rows(ledger: Ledger, sql: str) -> list[tuple[object, ...]]:
+    path = ledger.url.removeprefix("sqlite:///")
+    with sqlite3.connect(path) as connection:
+        return list(connection.execute(sql))
+
+
+EASY_AND_HARD = "Require Import Arith.\n" + "".join(
+    f"Lemma easy_{k} : forall n : nat, n + {k} = {k} + n.\nAdmitted.\n" for k in range(3)
+) + "".join(
+    f"Lemma false_{k} : forall n m : nat, n + m = m + n + {k + 1}.\nAdmitted.\n" for k in range(25)
+)
+
+
+def test_sigterm_then_restart_searches_no_found_proof_again(tmp_path: Path) -> None:
+    path = tmp_path / "Mixed.v"
+    path.write_text(EASY_AND_HARD)
+    db = tmp_path / "l.sqlite"
+    args = [sys.executable, "-m", "proof_orchestrator.cli", "fill", str(path), "--db", str(db)]
+    first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_attempts(db, 8)
+    first.send_signal(signal.SIGTERM)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130, err
+    with sqlite3.connect(db) as connection:
+        found = {fp for (fp,) in connection.execute(
+            "SELECT fingerprint FROM attempts WHERE outcome = 'candidate' "
+            "UNION SELECT fingerprint FROM proofs")}
+    assert found  # the easy goals come first (shorter statements)
+    second = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
+    assert second.returncode == 0, second.stderr
+    with sqlite3.connect(db) as connection:
+        searched_again = connection.execute(
+            f"SELECT count(*) FROM attempts WHERE run_id = 2 AND fingerprint IN "
+            f"({','.join('?' * len(found))})", tuple(found)).fetchone()[0]
+    assert searched_again == 0
+    text = path.read_text()
+    assert text.count("Qed.") == 3
+    assert coqc_ok(path)
+
+
+async def test_a_goal_failed_at_budget_b_is_retried_only_at_a_larger_budget(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Hard.v", "Lemma hard : forall n m : nat, n * m = n + m + 1.\nAdmitted.\n")
+    options = FillOptions(
+        budget=Budget(cpu_seconds=1.0, tactic_seconds=1.0),
+        orch=Settings(budget=1.0, budget_cap=4.0),
+    )
+    for _ in range(4):
+        await fill([path], ledger, options)
+    budgets: dict[int, dict[str, set[float]]] = {}
+    for run, strategy, budget in _rows(
+        ledger, "SELECT run_id, strategy, budget_seconds FROM attempts WHERE outcome != 'cancelled'"
+    ):
+        budgets.setdefault(int(run), {}).setdefault(str(strategy), set()).add(float(budget))
+    for strategy in ("micro", "induction", "cached"):
+        tried = [budgets.get(run, {}).get(strategy, set()) for run in (1, 2, 3, 4)]
+        failed_before: float = 0.0
+        for run_budgets in tried:
+            assert all(b > failed_before for b in run_budgets), (strategy, tried)
+            failed_before = max(run_budgets, default=failed_before)
+        assert max(tried[0]) == 1.0
+        assert all(b <= 4.0 for t in tried for b in t)  # never past the cap: parked instead
+    assert budgets.get(4, {}) == {}  # everything is past the cap by the fourth run
+
+
+def test_bg_proves_new_holes_after_an_edit_and_stops_on_time(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : forall n : nat, 0 + n = n.\nAdmitted.\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proof_orchestrator.cli", "bg", str(tmp_path), "--duration", "20",
+         "--db", str(tmp_path / "l.sqlite")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 15
+    while "Qed." not in path.read_text() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "Qed." in path.read_text()
+    with path.open("a") as handle:
+        handle.write("Lemma b : forall b : bool, negb (negb b) = b.\nAdmitted.\n")
+    out, err = proc.communicate(timeout=40)
+    assert proc.returncode == 0, err
+    assert "changed by the user" in err
+    assert path.read_text().count("Qed.") == 2
+    assert coqc_ok(path)
+    assert "2 proof(s) written" in out
