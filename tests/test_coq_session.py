@@ -7,6 +7,8 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
+
 from proof_orchestrator.project.coq_holes import scan_coq_file
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.provers.coq import CoqProver, CoqSettings
@@ -144,4 +146,17 @@ async def test_a_tactic_that_crashes_coqtop_fails_and_the_session_goes_on(
         assert session.replacements == 1
         done = await session.run_tactic("induction n; simpl; auto.", session.root, timeout=2)
         assert done.status is TacticStatus.COMPLETE
+    await prover.aclose()
+
+
+async def test_the_memory_setting_reaches_every_coqtop(write_v: Callable[[str, str], Path]) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver(settings=CoqSettings(memory_mb=2500))
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        top = session._top
+        assert top is not None
+        assert top.pid is not None
+        soft, _ = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
+        assert soft == 2500 * 1024**2
     await prover.aclose()

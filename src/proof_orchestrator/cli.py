@@ -91,6 +91,15 @@ Portfolio = Annotated[
 BudgetOpt = Annotated[
     float | None, typer.Option(help="first CPU budget per goal and strategy, s [ORCH_BUDGET, 10]")
 ]
+BudgetCap = Annotated[
+    float | None, typer.Option(help="park a goal past this budget, s [ORCH_BUDGET_CAP, 160]")
+]
+ProverMemory = Annotated[
+    int | None, typer.Option(help="memory cap of one prover, MiB [ORCH_PROVER_MEMORY_MB]")
+]
+MemoryBudget = Annotated[
+    int | None, typer.Option(help="memory of all provers, MiB [ORCH_MEMORY_BUDGET_MB]")
+]
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
 ]
@@ -228,6 +237,9 @@ def fill_command(
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
+    budget_cap: BudgetCap = None,
+    prover_memory_mb: ProverMemory = None,
+    memory_budget_mb: MemoryBudget = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     try:
@@ -246,6 +258,9 @@ def fill_command(
         portfolio=portfolio,
         budget=budget,
         tactic_timeout=tactic_timeout,
+        budget_cap=budget_cap,
+        prover_memory_mb=prover_memory_mb,
+        memory_budget_mb=memory_budget_mb,
     )
     options = _options(settings, dry_run=dry_run)
     ledger = _open_ledger(db, paths[0])
@@ -296,6 +311,9 @@ def bank_command(
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
+    budget_cap: BudgetCap = None,
+    prover_memory_mb: ProverMemory = None,
+    memory_budget_mb: MemoryBudget = None,
 ) -> None:
     """Run the Coq benchmark bank on copies and write bench/results/<timestamp>.json."""
     if not bank.is_dir():
@@ -319,6 +337,9 @@ def bank_command(
         portfolio=portfolio,
         budget=budget,
         tactic_timeout=tactic_timeout,
+        budget_cap=budget_cap,
+        prover_memory_mb=prover_memory_mb,
+        memory_budget_mb=memory_budget_mb,
     )
     options = _options(settings)
     try:
@@ -396,6 +417,9 @@ def bg_command(
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
+    budget_cap: BudgetCap = None,
+    prover_memory_mb: ProverMemory = None,
+    memory_budget_mb: MemoryBudget = None,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
     try:
@@ -416,6 +440,9 @@ def bg_command(
         portfolio=portfolio,
         budget=budget,
         tactic_timeout=tactic_timeout,
+        budget_cap=budget_cap,
+        prover_memory_mb=prover_memory_mb,
+        memory_budget_mb=memory_budget_mb,
     )
     ledger = _open_ledger(db, paths[0])
 

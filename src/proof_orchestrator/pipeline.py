@@ -28,6 +28,7 @@ ledger do.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import enum
 import random
@@ -182,20 +183,16 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
 class _ProjectTools:
     """One prover and one verifier per Coq project (per set of flags)."""
 
-    def __init__(
-        self, project: CoqProject, settings: CoqSettings, sessions: int, governor: CpuGovernor
-    ) -> None:
+    def __init__(self, project: CoqProject, options: FillOptions, governor: CpuGovernor) -> None:
         cwd = str(project.root)
-        coq = CoqSettings(
-            **{
-                **{f: getattr(settings, f) for f in settings.__slots__},
-                "max_idle": max(settings.max_idle, sessions),
-            }
+        sessions = options.orch.max_light + options.orch.max_heavy
+        coq = dataclasses.replace(
+            options.coq,
+            max_idle=max(options.coq.max_idle, sessions),
+            memory_mb=options.coq.memory_mb or options.orch.prover_memory_mb,
         )
         self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
-        self.verifier = CoqVerifier(
-            project.flags, cwd=cwd, coqc=settings.coqc, coqtop=settings.coqtop
-        )
+        self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
 
     async def aclose(self) -> None:
         await self.prover.aclose()
@@ -630,9 +627,7 @@ async def _plan(
         project = project_for(path)
         project_tools = tools.get(project.flags)
         if project_tools is None:
-            project_tools = tools[project.flags] = _ProjectTools(
-                project, run.options.coq, sessions, run.governor
-            )
+            project_tools = tools[project.flags] = _ProjectTools(project, run.options, run.governor)
         file_report = FileReport(path, FileStatus.INTERRUPTED)
         report.files.append(file_report)
         async with run.governor.slot():

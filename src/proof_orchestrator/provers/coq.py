@@ -63,6 +63,8 @@ class CoqSettings:
     rss_cap: int = 2 * 1024**3
     #: idle processes kept per prover
     max_idle: int = 2
+    #: address-space cap of one coqtop, MiB (None: ``ORCH_PROVER_MEMORY_MB`` or 4 GiB)
+    memory_mb: int | None = None
 
 
 @dataclass(slots=True)
@@ -351,6 +353,7 @@ class CoqProver:
             executable=self.settings.coqtop,
             start_timeout=self.settings.start_timeout,
             throttle=self.throttle,
+            memory_bytes=self.settings.memory_mb * 1024**2 if self.settings.memory_mb else None,
         )
         await top.start()
         self.started += 1

@@ -86,6 +86,7 @@ class CoqTop:
         start_timeout: float = 60.0,
         reply_cap: int = DEFAULT_REPLY_CAP,
         throttle: Callable[[], Awaitable[None]] | None = None,
+        memory_bytes: int | None = None,
     ) -> None:
         self._argv = [executable, "-q", "-emacs", *flags]
         self._cwd = cwd
@@ -105,6 +106,7 @@ class CoqTop:
         self._last_cpu = 0.0
         self._ps: psutil.Process | None = None
         self._throttle = throttle
+        self._memory_bytes = memory_bytes
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -120,7 +122,7 @@ class CoqTop:
             raise SessionClosed(
                 f"cannot restart a coqtop in state {self.state.value}; make a new one"
             )
-        self._proc = await spawn(self._argv, cwd=self._cwd)
+        self._proc = await spawn(self._argv, cwd=self._cwd, memory_bytes=self._memory_bytes)
         self.state = CoqTopState.OPEN
         self._reader = asyncio.create_task(
             self._read_loop(), name=f"coqtop-reader-{self._proc.pid}"

@@ -87,9 +87,13 @@ async def spawn(
     cwd: str | None = None,
     env: Mapping[str, str] | None = None,
     merge_stderr: bool = True,
+    memory_bytes: int | None = None,
 ) -> asyncio.subprocess.Process:
-    """Start ``argv`` in its own session with pipes and a memory cap."""
-    limit = memory_limit()
+    """Start ``argv`` in its own session with pipes and a memory cap.
+
+    ``memory_bytes`` defaults to ``ORCH_PROVER_MEMORY_MB`` or 4 GiB.
+    """
+    limit = memory_bytes if memory_bytes is not None else memory_limit()
     proc = await asyncio.create_subprocess_exec(
         resolve(argv[0]),
         *argv[1:],
