@@ -85,10 +85,13 @@ def _rows(ledger: Ledger, sql: str) -> list[tuple[object, ...]]:
         return list(connection.execute(sql))
 
 
-EASY_AND_HARD = "Require Import Arith.\n" + "".join(
-    f"Lemma easy_{k} : forall n : nat, n + {k} = {k} + n.\nAdmitted.\n" for k in range(3)
-) + "".join(
-    f"Lemma false_{k} : forall n m : nat, n + m = m + n + {k + 1}.\nAdmitted.\n" for k in range(25)
+EASY_AND_HARD = (
+    "Require Import Arith.\n"
+    + "".join(f"Lemma easy_{k} : forall n : nat, n + {k} = {k} + n.\nAdmitted.\n" for k in range(3))
+    + "".join(
+        f"Lemma false_{k} : forall n m : nat, n + m = m + n + {k + 1}.\nAdmitted.\n"
+        for k in range(25)
+    )
 )
 
 
@@ -103,16 +106,22 @@ def test_sigterm_then_restart_searches_no_found_proof_again(tmp_path: Path) -> N
     _, err = first.communicate(timeout=60)
     assert first.returncode == 130, err
     with sqlite3.connect(db) as connection:
-        found = {fp for (fp,) in connection.execute(
-            "SELECT fingerprint FROM attempts WHERE outcome = 'candidate' "
-            "UNION SELECT fingerprint FROM proofs")}
+        found = {
+            fp
+            for (fp,) in connection.execute(
+                "SELECT fingerprint FROM attempts WHERE outcome = 'candidate' "
+                "UNION SELECT fingerprint FROM proofs"
+            )
+        }
     assert found  # the easy goals come first (shorter statements)
     second = subprocess.run(args, capture_output=True, text=True, timeout=600, check=False)
     assert second.returncode == 0, second.stderr
     with sqlite3.connect(db) as connection:
         searched_again = connection.execute(
             f"SELECT count(*) FROM attempts WHERE run_id = 2 AND fingerprint IN "
-            f"({','.join('?' * len(found))})", tuple(found)).fetchone()[0]
+            f"({','.join('?' * len(found))})",
+            tuple(found),
+        ).fetchone()[0]
     assert searched_again == 0
     text = path.read_text()
     assert text.count("Qed.") == 3
@@ -149,9 +158,20 @@ def test_bg_proves_new_holes_after_an_edit_and_stops_on_time(tmp_path: Path) -> 
     path = tmp_path / "A.v"
     path.write_text("Lemma a : forall n : nat, 0 + n = n.\nAdmitted.\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "proof_orchestrator.cli", "bg", str(tmp_path), "--duration", "20",
-         "--db", str(tmp_path / "l.sqlite")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "proof_orchestrator.cli",
+            "bg",
+            str(tmp_path),
+            "--duration",
+            "20",
+            "--db",
+            str(tmp_path / "l.sqlite"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     deadline = time.monotonic() + 15
     while "Qed." not in path.read_text() and time.monotonic() < deadline:
@@ -165,3 +185,36 @@ def test_bg_proves_new_holes_after_an_edit_and_stops_on_time(tmp_path: Path) -> 
     assert path.read_text().count("Qed.") == 2
     assert coqc_ok(path)
     assert "2 proof(s) written" in out
+
+
+async def test_bandit_state_survives_a_restart(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Bandit.v", "Lemma z : forall n : nat, n + 0 = n.\nAdmitted.\n")
+    await fill([path], ledger, FillOptions())
+    arms = ledger.load_bandit()  # what a new run starts from
+    assert arms
+    assert sum(arm.pulls for arm in arms.values()) >= 1
+    assert sum(arm.successes for arm in arms.values()) == 1
+
+
+async def test_prioritized_lemma_is_worked_on_first(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = "".join(f"Lemma l{k} : {k} = {k}.\nAdmitted.\n" for k in range(4))
+    path = write_v("Prio.v", text)
+    order: list[str] = []
+    await fill(
+        [path],
+        ledger,
+        FillOptions(prioritize=frozenset({"l3"}), orch=Settings(max_light=1)),
+        on_goal=lambda report: order.append(report.goal.name),
+    )
+    started = [
+        name
+        for (name,) in _rows(
+            ledger, "SELECT g.name FROM attempts a JOIN goals g ON g.id = a.goal_id ORDER BY a.id"
+        )
+    ]
+    assert started[0] == "l3"
+    assert len(order) == 4

@@ -7,6 +7,7 @@ import random
 import time
 
 from proof_orchestrator.scheduler import Bandit, CpuGovernor, goal_class
+from proof_orchestrator.scheduler.queue import GoalQueue, priority
 
 STRATEGIES = ["micro", "induction", "cached"]
 
@@ -117,3 +118,21 @@ async def test_gate_holds_requests_while_the_bucket_is_empty() -> None:
     started = time.monotonic()
     await governor.gate()
     assert time.monotonic() - started >= 0.045
+
+
+def test_priority_prefers_user_choice_dependents_and_easy_goals() -> None:
+    base = priority("Lemma a : forall n : nat, n = n.")
+    assert priority("Lemma a : forall n : nat, n = n.", user=10) > base
+    assert priority("Lemma a : forall n : nat, n = n.", dependents=2) > base
+    assert priority("Lemma a : forall n : nat, n = n.", failures=8) < base
+    assert priority("Lemma a : forall n : nat, n = n.", revisits=1) < base
+    long = "Lemma b : forall (l1 l2 l3 : list nat) (f : nat -> nat), map f (l1 ++ l2 ++ l3) = l1."
+    assert priority(long) < base
+
+
+def test_goal_queue_pops_highest_first_and_fifo_among_equals() -> None:
+    queue: GoalQueue[str] = GoalQueue()
+    queue.push("low", 1.0)
+    queue.push("high-1", 5.0)
+    queue.push("high-2", 5.0)
+    assert [queue.pop(), queue.pop(), queue.pop()] == ["high-1", "high-2", "low"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 from collections.abc import Coroutine
@@ -228,6 +229,9 @@ def fill_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="print a JSON report instead of tables")
     ] = False,
+    prioritize: Annotated[
+        list[str] | None, typer.Option(help="lemma to work on first (repeatable)")
+    ] = None,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -262,7 +266,9 @@ def fill_command(
         prover_memory_mb=prover_memory_mb,
         memory_budget_mb=memory_budget_mb,
     )
-    options = _options(settings, dry_run=dry_run)
+    options = dataclasses.replace(
+        _options(settings, dry_run=dry_run), prioritize=frozenset(prioritize or ())
+    )
     ledger = _open_ledger(db, paths[0])
     try:
         with _progress() as progress:

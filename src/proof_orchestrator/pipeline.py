@@ -141,6 +141,8 @@ class FillOptions:
     coq: CoqSettings = field(default_factory=CoqSettings)
     orch: Settings = field(default_factory=Settings)
     command: str = "fill"
+    #: lemma names (short or qualified) the user wants first: +10 priority each
+    prioritize: frozenset[str] = frozenset()
 
 
 def collect_files(paths: Iterable[Path]) -> list[Path]:
@@ -282,6 +284,9 @@ class _Run:
             item,
             priority(
                 hole.goal.statement,
+                user=10.0
+                if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
+                else 0.0,
                 dependents=dependents,
                 stuck_hours=stuck,
                 failures=failures,
