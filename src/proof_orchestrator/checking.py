@@ -1,0 +1,136 @@
+"""Checking candidates: replaying a known proof in a session, and whole-file verification.
+
+All of a file's candidates are verified together (one recompilation and the
+axiom audit). When that fails, the verifier's diagnosis (the line the compiler
+stopped at, or the lemmas with new assumptions) names the candidates to drop,
+and the rest is verified again. Only when it names nobody are candidates
+added one at a time.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from .errors import ProverError
+from .goals import Budget, Outcome
+from .ledger import Ledger
+from .project.coq_holes import CoqHole, declared_axioms
+from .project.patch import Patch, apply_patches
+from .provers.base import TacticStatus, Verdict, VerificationResult
+from .provers.coq import CoqProver, PrefixError
+from .provers.coq_verify import CoqVerifier
+from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
+
+__all__ = ["blamed_candidates", "replay_script", "verify_candidates"]
+
+
+async def replay_script(
+    hole: CoqHole, text: str, prover: CoqProver, sentences: tuple[str, ...], budget: Budget
+) -> GoalReport | None:
+    """Re-run a proof from the ledger in a session; None if it no longer closes the goal."""
+    started = time.monotonic()
+    try:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            result = await session.run_script(sentences, session.root, timeout=budget.cpu_seconds)
+            cpu = session.cpu_seconds()
+    except (ProverError, PrefixError):
+        return None
+    if result.status is not TacticStatus.COMPLETE:
+        return None
+    return GoalReport(
+        hole.goal,
+        Outcome.CANDIDATE,
+        LEDGER_REPLAY,
+        sentences,
+        len(sentences),
+        cpu,
+        time.monotonic() - started,
+    )
+
+
+async def verify_candidates(
+    path: Path,
+    text: str,
+    candidates: list[Candidate],
+    verifier: CoqVerifier,
+    ledger: Ledger,
+    run_id: int,
+    version: str,
+    file_report: FileReport,
+) -> list[Candidate]:
+    """Keep the candidates that the whole-file check accepts; mark the others REJECTED."""
+    if not candidates:
+        return []
+    axioms = declared_axioms(text)
+    cpu_before = verifier.cpu_seconds
+
+    def reject(item: Candidate, detail: str) -> None:
+        _, goal_report, goal_id = item
+        goal_report.outcome = Outcome.REJECTED
+        goal_report.message = detail[-1000:]
+        ledger.record_attempt(
+            run_id=run_id,
+            goal_id=goal_id,
+            fingerprint=goal_report.goal.fingerprint,
+            strategy=goal_report.strategy,
+            outcome=Outcome.REJECTED,
+            tactic=" ".join(goal_report.sentences),
+            prover_version=version,
+            message=detail,
+        )
+
+    async def check(chosen: list[Candidate]) -> VerificationResult:
+        patched = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in chosen])
+        return await verifier.verify(path, text, patched, [h.goal for h, _, _ in chosen], axioms)
+
+    # Verify everything at once; on failure, drop the candidates the verifier
+    # blames (the lemma at the compiler's error line, or those with new
+    # assumptions) and try again. Only when it blames nobody, fall back to
+    # adding candidates one at a time.
+    remaining = list(candidates)
+    accepted: list[Candidate] = []
+    while remaining:
+        result = await check(remaining)
+        if result.accepted:
+            accepted = remaining
+            break
+        blamed = blamed_candidates(text, remaining, result)
+        if not blamed:
+            for item in remaining:
+                single = await check([*accepted, item])
+                if single.accepted:
+                    accepted.append(item)
+                else:
+                    reject(item, single.detail)
+            break
+        for item in blamed:
+            reject(item, result.detail)
+        remaining = [item for item in remaining if all(item is not b for b in blamed)]
+    for _, goal_report, _ in accepted:
+        goal_report.outcome = Outcome.PROVED
+    file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
+    return accepted
+
+
+def blamed_candidates(
+    text: str, chosen: list[Candidate], result: VerificationResult
+) -> list[Candidate]:
+    """The candidates that a failed verification points at."""
+    if result.verdict is Verdict.NEW_ASSUMPTIONS:
+        names = set(result.offending)
+        return [item for item in chosen if item[0].goal.qualified_name in names]
+    if result.error_line is None:
+        return []
+    # find the patched proof that contains the error line
+    ordered = sorted(chosen, key=lambda item: item[0].proof_start)
+    shift = 0
+    for item in ordered:
+        hole, goal_report, _ = item
+        replacement = Patch(hole, goal_report.sentences).replacement()
+        first = text.count("\n", 0, hole.statement_start) + 1 + shift
+        last = text.count("\n", 0, hole.proof_start) + 1 + shift + replacement.count("\n")
+        if first <= result.error_line <= last:
+            return [item]
+        shift += replacement.count("\n") - text.count("\n", hole.proof_start, hole.proof_end)
+    return []

@@ -1,0 +1,131 @@
+"""What a fill run reports: per goal, per file, per run; and the options it takes."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Settings
+from .goals import Budget, Goal, Outcome
+from .project.coq_holes import CoqHole
+from .provers.coq import CoqSettings
+
+__all__ = [
+    "CANDIDATE_REPLAY",
+    "LEDGER_REPLAY",
+    "Candidate",
+    "FileReport",
+    "FileStatus",
+    "FillOptions",
+    "FillReport",
+    "GoalCallback",
+    "GoalReport",
+    "summarize",
+]
+
+#: the strategy name under which verified proofs replayed from the ledger are recorded
+LEDGER_REPLAY = "ledger-replay"
+#: ... and candidates found by an earlier, interrupted run
+CANDIDATE_REPLAY = "candidate-replay"
+
+
+class FileStatus(enum.StrEnum):
+    #: processed (whether or not anything was proved)
+    DONE = "done"
+    #: the file did not compile before any change; skipped
+    DOES_NOT_COMPILE = "does_not_compile"
+    #: the file changed on disk during the run; nothing written
+    CHANGED = "changed"
+    #: the file could not be read or split into sentences
+    UNREADABLE = "unreadable"
+    #: the run was interrupted while this file was in progress
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(slots=True)
+class GoalReport:
+    goal: Goal
+    outcome: Outcome
+    strategy: str = ""
+    sentences: tuple[str, ...] = ()
+    tactics_tried: int = 0
+    cpu_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    message: str = ""
+
+
+@dataclass(slots=True)
+class FileReport:
+    path: Path
+    status: FileStatus
+    goals: list[GoalReport] = field(default_factory=list)
+    message: str = ""
+    written: bool = False
+    verify_cpu_seconds: float = 0.0
+
+
+@dataclass(slots=True)
+class FillReport:
+    files: list[FileReport] = field(default_factory=list)
+    run_id: int | None = None
+    wall_seconds: float = 0.0
+    interrupted: bool = False
+    prover_version: str = ""
+
+    @property
+    def goals(self) -> list[GoalReport]:
+        return [g for f in self.files for g in f.goals]
+
+    @property
+    def proved(self) -> int:
+        return sum(1 for g in self.goals if g.outcome is Outcome.PROVED)
+
+    @property
+    def cpu_seconds(self) -> float:
+        return sum(g.cpu_seconds for g in self.goals) + sum(
+            f.verify_cpu_seconds for f in self.files
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class FillOptions:
+    #: the first budget of every strategy on every goal
+    budget: Budget = field(default_factory=lambda: Budget(cpu_seconds=10.0, tactic_seconds=1.0))
+    dry_run: bool = False
+    #: reuse proofs from the ledger instead of searching again
+    reuse: bool = True
+    coq: CoqSettings = field(default_factory=CoqSettings)
+    orch: Settings = field(default_factory=Settings)
+    command: str = "fill"
+    #: lemma names (short or qualified) the user wants first: +10 priority each
+    prioritize: frozenset[str] = frozenset()
+
+
+GoalCallback = Callable[[GoalReport], None]
+#: a hole, its report and its ledger goal id
+Candidate = tuple[CoqHole, GoalReport, int]
+
+
+def summarize(report: FillReport) -> dict[str, object]:
+    per_strategy: dict[str, dict[str, float]] = {}
+    for g in report.goals:
+        if not g.strategy:
+            continue
+        entry = per_strategy.setdefault(
+            g.strategy, {"proved": 0, "attempted": 0, "cpu_seconds": 0.0}
+        )
+        entry["attempted"] += 1
+        entry["cpu_seconds"] += g.cpu_seconds
+        if g.outcome is Outcome.PROVED:
+            entry["proved"] += 1
+    return {
+        "files": len(report.files),
+        "goals": len(report.goals),
+        "proved": report.proved,
+        "cpu_seconds": round(report.cpu_seconds, 3),
+        "wall_seconds": round(report.wall_seconds, 3),
+        "interrupted": report.interrupted,
+        "per_strategy": per_strategy,
+    }

@@ -1,0 +1,413 @@
+"""Working on goals: the queue, the racing strategies, the ledger records, the file checks."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .checking import replay_script, verify_candidates
+from .coqscript import check_script
+from .errors import FileChangedError, ProverError, ScriptRejected
+from .goals import Budget, Outcome
+from .ledger import Ledger
+from .project.coq_holes import CoqHole
+from .project.coqproject import CoqProject
+from .project.patch import Patch, apply_patches, write_atomic
+from .provers.coq import CoqProver, PrefixError
+from .provers.coq_verify import CoqVerifier
+from .reports import (
+    CANDIDATE_REPLAY,
+    LEDGER_REPLAY,
+    Candidate,
+    FileReport,
+    FileStatus,
+    FillOptions,
+    FillReport,
+    GoalCallback,
+    GoalReport,
+)
+from .scheduler.bandit import ArmStats, Bandit, goal_class
+from .scheduler.governor import CpuGovernor
+from .scheduler.portfolio import race
+from .scheduler.queue import GoalQueue, priority
+from .strategies.base import Strategy, StrategyResult
+from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+
+__all__ = ["FileState", "GoalItem", "GoalRun", "ProjectTools", "default_strategies"]
+
+
+def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
+    """The strategies of a profile, in the order preferred before anything is learned.
+
+    Profile 0 is quick tactics only. Profiles 1 and 2 add search, hammer,
+    retrieval, learned and LLM strategies as they become available; today
+    they run the same quick strategies as profile 0.
+    """
+    del profile  # every strategy that exists today belongs to profile 0
+    return [MicroStrategy(), InductionStrategy(), CachedStrategy(ledger.popular_scripts())]
+
+
+class ProjectTools:
+    """One prover and one verifier per Coq project (per set of flags)."""
+
+    def __init__(self, project: CoqProject, options: FillOptions, governor: CpuGovernor) -> None:
+        cwd = str(project.root)
+        sessions = options.orch.max_light + options.orch.max_heavy
+        coq = dataclasses.replace(
+            options.coq,
+            max_idle=max(options.coq.max_idle, sessions),
+            memory_mb=options.coq.memory_mb or options.orch.prover_memory_mb,
+        )
+        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
+        self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+@dataclass(slots=True)
+class FileState:
+    path: Path
+    text: str
+    tools: ProjectTools
+    report: FileReport
+    pending: int
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class GoalItem:
+    hole: CoqHole
+    file: FileState
+    goal_id: int
+    report: GoalReport
+    #: CPU budget of each strategy still in play
+    budgets: dict[str, float]
+    revisits: int = 0
+    replayed: bool = False
+
+
+class GoalRun:
+    """The state of one fill run."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        options: FillOptions,
+        strategies: Sequence[Strategy],
+        report: FillReport,
+        governor: CpuGovernor,
+        on_goal: GoalCallback | None,
+    ) -> None:
+        self.ledger = ledger
+        self.options = options
+        self.strategies = {s.name: s for s in strategies}
+        self.report = report
+        self.governor = governor
+        self.on_goal = on_goal
+        self.bandit = Bandit(
+            options.orch.bandit, random.Random(options.orch.seed), ledger.load_bandit()
+        )
+        self.queue: GoalQueue[GoalItem] = GoalQueue()
+        self.in_flight = 0
+        self.changed = asyncio.Event()
+        self.heavy = asyncio.Semaphore(options.orch.max_heavy)
+        #: told about every file this run writes (``orch bg`` ignores its own writes)
+        self.on_write: Callable[[Path, str], None] | None = None
+
+    @property
+    def run_id(self) -> int:
+        if self.report.run_id is None:
+            raise ValueError("the run has not been started in the ledger")
+        return self.report.run_id
+
+    # -- planning --------------------------------------------------------------
+
+    def budgets_for(self, failed: dict[str, float]) -> dict[str, float]:
+        """Each strategy's budget: the base, doubled past every budget it already failed at."""
+        base = self.options.budget.cpu_seconds
+        budgets: dict[str, float] = {}
+        for name in self.strategies:
+            budget = base
+            while budget <= failed.get(name, 0.0):
+                budget *= 2
+            if budget <= self.options.orch.budget_cap:
+                budgets[name] = budget
+        return budgets
+
+    def enqueue(
+        self, item: GoalItem, failures: int = 0, first_seen: datetime | None = None
+    ) -> None:
+        hole = item.hole
+        dependents = item.file.text.count(hole.goal.name, hole.proof_end) if hole.goal.name else 0
+        stuck = 0.0
+        if first_seen is not None:
+            seen = first_seen if first_seen.tzinfo else first_seen.replace(tzinfo=UTC)
+            stuck = (datetime.now(UTC) - seen).total_seconds() / 3600
+        self.queue.push(
+            item,
+            priority(
+                hole.goal.statement,
+                user=10.0
+                if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
+                else 0.0,
+                dependents=dependents,
+                stuck_hours=stuck,
+                failures=failures,
+                revisits=item.revisits,
+            ),
+        )
+        self.changed.set()
+
+    # -- workers -----------------------------------------------------------------
+
+    async def work(self) -> None:
+        while True:
+            if len(self.queue):
+                item = self.queue.pop()
+                self.in_flight += 1
+                try:
+                    await self.prove(item)
+                finally:
+                    self.in_flight -= 1
+                    self.changed.set()
+            elif self.in_flight == 0:
+                return
+            else:
+                self.changed.clear()
+                await self.changed.wait()
+
+    async def prove(self, item: GoalItem) -> None:
+        goal = item.hole.goal
+        if not item.replayed and self.options.reuse:
+            item.replayed = True
+            replay = await self.replay(item)
+            if replay is not None:
+                await self.goal_done(item, replay)
+                return
+        names = [n for n in self.strategies if n in item.budgets]
+        if not names:
+            item.report.outcome = (
+                Outcome.FAILED if item.report.outcome is Outcome.CANDIDATE else item.report.outcome
+            )
+            await self.goal_done(item, None)
+            return
+        klass = goal_class(goal.statement)
+        ranked = self.bandit.rank(klass, names)
+
+        async def attempt(name: str) -> StrategyResult:
+            return await self.attempt(item, name, klass)
+
+        outcome = await race(ranked, self.options.orch.portfolio, attempt)
+        if outcome.winner is not None:
+            result = outcome.results[outcome.winner]
+            try:
+                sentences = check_script(result.sentences)
+            except ScriptRejected as exc:
+                item.report.outcome = Outcome.REJECTED
+                item.report.message = str(exc)
+                self.record(item, outcome.winner, Outcome.REJECTED, result, str(exc))
+                await self.goal_done(item, None)
+                return
+            item.report.strategy = outcome.winner
+            item.report.sentences = sentences
+            await self.goal_done(item, item.report)
+            return
+        # no candidate: strategies that ran out of time get a doubled budget later
+        timed_out = {
+            n: item.budgets[n] * 2
+            for n, r in outcome.results.items()
+            if r.outcome is Outcome.TIMEOUT
+        }
+        doubled = {n: b for n, b in timed_out.items() if b <= self.options.orch.budget_cap}
+        worst = [r.outcome for r in outcome.results.values()]
+        item.report.outcome = (
+            Outcome.TIMEOUT
+            if Outcome.TIMEOUT in worst
+            else (
+                Outcome.ERROR
+                if worst and all(o is Outcome.ERROR for o in worst)
+                else Outcome.FAILED
+            )
+        )
+        if doubled:
+            item.budgets = doubled
+            item.revisits += 1
+            self.enqueue(item)  # parked: revisited after fresher goals
+            return
+        self.ledger.set_goal_status(item.goal_id, "failed")
+        await self.goal_done(item, None)
+
+    async def attempt(self, item: GoalItem, name: str, klass: str) -> StrategyResult:
+        strategy = self.strategies[name]
+        base = self.options.budget
+        cpu = item.budgets[name]
+        budget = Budget(
+            cpu_seconds=cpu,
+            tactic_seconds=base.tactic_seconds * cpu / base.cpu_seconds,
+            grace_seconds=base.grace_seconds,
+        )
+        goal = item.hole.goal
+        started = time.monotonic()
+        result: StrategyResult
+        async with self.governor.slot():
+            heavy = self.heavy if getattr(strategy, "weight", "light") == "heavy" else None
+            if heavy is not None:
+                await heavy.acquire()
+            try:
+                async with item.file.tools.prover.session(
+                    goal, item.file.text, item.hole.prefix_end
+                ) as session:
+                    try:
+                        result = await strategy.prove(session, goal, budget)
+                    except asyncio.CancelledError:
+                        cancelled = StrategyResult(
+                            Outcome.CANCELLED,
+                            (),
+                            0,
+                            session.cpu_seconds(),
+                            time.monotonic() - started,
+                        )
+                        self.record(
+                            item, name, Outcome.CANCELLED, cancelled, "", budget.cpu_seconds
+                        )
+                        item.report.cpu_seconds += cancelled.cpu_seconds
+                        raise
+            except (ProverError, PrefixError) as exc:
+                result = StrategyResult(
+                    Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
+                )
+            finally:
+                if heavy is not None:
+                    heavy.release()
+        item.report.cpu_seconds += result.cpu_seconds
+        item.report.wall_seconds += result.wall_seconds
+        item.report.tactics_tried += result.tactics_tried
+        arm = None
+        if result.outcome is not Outcome.ERROR:
+            stats = self.bandit.update(
+                klass,
+                name,
+                success=result.outcome is Outcome.CANDIDATE,
+                cpu_seconds=result.cpu_seconds,
+                censored=result.outcome is Outcome.TIMEOUT,
+            )
+            arm = (klass, stats)
+        self.record(item, name, result.outcome, result, result.message, budget.cpu_seconds, arm)
+        return result
+
+    def record(
+        self,
+        item: GoalItem,
+        strategy: str,
+        outcome: Outcome,
+        result: StrategyResult,
+        message: str,
+        budget: float = 0.0,
+        arm: tuple[str, ArmStats] | None = None,
+    ) -> None:
+        self.ledger.record_attempt(
+            run_id=self.run_id,
+            goal_id=item.goal_id,
+            fingerprint=item.hole.goal.fingerprint,
+            strategy=strategy,
+            outcome=outcome,
+            tactic=" ".join(result.sentences),
+            tactics_tried=result.tactics_tried,
+            budget_seconds=budget,
+            cpu_seconds=result.cpu_seconds,
+            wall_seconds=result.wall_seconds,
+            prover_version=self.report.prover_version,
+            message=message,
+            arm=arm,
+        )
+
+    async def replay(self, item: GoalItem) -> GoalReport | None:
+        """Re-check a proof the ledger already has; no search."""
+        fingerprint = item.hole.goal.fingerprint
+        for source, known in (
+            (LEDGER_REPLAY, self.ledger.verified_proof(fingerprint)),
+            (CANDIDATE_REPLAY, self.ledger.candidate_script(fingerprint)),
+        ):
+            if known is None:
+                continue
+            async with self.governor.slot():
+                replayed = await replay_script(
+                    item.hole, item.file.text, item.file.tools.prover, known, self.options.budget
+                )
+            if replayed is not None:
+                replayed.strategy = source
+                item.report.strategy = source
+                item.report.sentences = replayed.sentences
+                item.report.cpu_seconds += replayed.cpu_seconds
+                item.report.wall_seconds += replayed.wall_seconds
+                return item.report
+        return None
+
+    async def goal_done(self, item: GoalItem, candidate: GoalReport | None) -> None:
+        state = item.file
+        if candidate is not None:
+            candidate.outcome = Outcome.CANDIDATE
+            state.candidates.append((item.hole, candidate, item.goal_id))
+        elif self.on_goal:
+            self.on_goal(item.report)
+        state.pending -= 1
+        if state.pending == 0:
+            async with self.governor.slot():
+                await self.finish_file(state)
+
+    async def finish_file(self, state: FileState) -> None:
+        accepted = await verify_candidates(
+            state.path,
+            state.text,
+            state.candidates,
+            state.tools.verifier,
+            self.ledger,
+            self.run_id,
+            self.report.prover_version,
+            state.report,
+        )
+        final_text = apply_patches(state.text, [Patch(h, r.sentences) for h, r, _ in accepted])
+        written = False
+        if accepted and not self.options.dry_run:
+            try:
+                write_atomic(state.path, final_text, state.text)
+                written = True
+                if self.on_write is not None:
+                    self.on_write(state.path, final_text)
+            except FileChangedError as exc:
+                state.report.status = FileStatus.CHANGED
+                state.report.message = str(exc)
+        diff = "".join(
+            difflib.unified_diff(
+                state.text.splitlines(keepends=True),
+                final_text.splitlines(keepends=True),
+                fromfile=str(state.path),
+                tofile=str(state.path),
+            )
+        )
+        for hole, goal_report, goal_id in accepted:
+            self.ledger.record_proof(
+                run_id=self.run_id,
+                goal_id=goal_id,
+                fingerprint=hole.goal.fingerprint,
+                sentences=goal_report.sentences,
+                strategy=goal_report.strategy,
+                prover_version=self.report.prover_version,
+                diff=diff,
+                written=written,
+            )
+        for _, goal_report, _ in state.candidates:
+            if self.on_goal:
+                self.on_goal(goal_report)
+        state.report.written = written
+        if state.report.status is FileStatus.INTERRUPTED:
+            state.report.status = FileStatus.DONE
