@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import json
+import os
 import signal
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
+import uvicorn
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -25,6 +28,8 @@ from rich.table import Table
 from .background import run_background
 from .bank import run_bank
 from .config import ConfigError, Settings, env_name, load_settings
+from .dashboard import create_app
+from .dashboard.report import render_html, render_markdown
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from .goals import Budget, Outcome
@@ -479,6 +484,69 @@ def bg_command(
         f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.restarts} "
         f"restart(s) after edits, {result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"
     )
+
+
+@app.command("dashboard")
+def dashboard_command(
+    path: Annotated[Path, typer.Argument(help="the project folder (its ledger and files)")] = Path(
+        "."
+    ),
+    host: Annotated[
+        str, typer.Option(help="address to bind; non-loopback needs ORCH_DASHBOARD_TOKEN")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port")] = 8000,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    results: Annotated[Path | None, typer.Option(help="folder of benchmark result JSON")] = None,
+) -> None:
+    """Serve the web dashboard (read-only) over the ledger."""
+    if not path.is_dir():
+        raise _fail(f"{path} is not a folder", EXIT_BAD_INPUT)
+    token = os.environ.get("ORCH_DASHBOARD_TOKEN") or None
+    if not _is_loopback(host) and token is None:
+        raise _fail(
+            f"refusing to serve on {host} without a token: set ORCH_DASHBOARD_TOKEN "
+            "(clients then send it as 'Authorization: Bearer ...' or ?token=...)",
+            EXIT_BAD_INPUT,
+        )
+    ledger = _open_ledger(db, path)
+    app_ = create_app(ledger, path, token=token, results_dir=results)
+    console.print(f"orch dashboard on http://{host}:{port}/ (Ctrl-C stops)")
+    try:
+        uvicorn.run(app_, host=host, port=port, log_level="warning")
+    finally:
+        ledger.close()
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@app.command("report")
+def report_command(
+    result: Annotated[Path, typer.Argument(help="a bench/results/<timestamp>.json file")],
+    fmt: Annotated[str, typer.Option("--format", help="html or md")] = "html",
+    out_path: Annotated[
+        Path | None, typer.Option("--out", help="where to write (default: next to the JSON)")
+    ] = None,
+) -> None:
+    """Render a benchmark result as an HTML (with plots) or Markdown report."""
+    if fmt not in ("html", "md"):
+        raise _fail("--format must be html or md", EXIT_BAD_INPUT)
+    try:
+        data = json.loads(result.read_text(encoding="utf-8"))
+        text = render_html(data) if fmt == "html" else render_markdown(data)
+    except FileNotFoundError as exc:
+        raise _fail(f"{result} does not exist", EXIT_BAD_INPUT) from exc
+    except (ValueError, KeyError) as exc:
+        raise _fail(f"{result} is not an orch bank result: {exc}", EXIT_BAD_INPUT) from exc
+    target = out_path or result.with_suffix(f".{fmt}")
+    target.write_text(text, encoding="utf-8")
+    out.print(f"report written to {target}")
 
 
 @app.command("stats")

@@ -157,7 +157,10 @@ async def fill(
         for project_tools in tools.values():
             await project_tools.aclose()
         report.wall_seconds = time.monotonic() - started
-        ledger.finish_run(report.run_id, status, summarize(report))
+        summary = summarize(report)
+        summary["cpu_target"] = options.orch.cpu_target
+        summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
+        ledger.finish_run(report.run_id, status, summary)
     return report
 
 

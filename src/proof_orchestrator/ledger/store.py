@@ -37,7 +37,7 @@ from ..goals import Goal, Outcome
 from ..scheduler.bandit import ArmStats
 from .models import Attempt, BanditArm, Base, GoalRow, Proof, Run, TacticCache, utcnow
 
-__all__ = ["Ledger", "default_ledger_url"]
+__all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
 
 
 def default_ledger_url(project_root: Path) -> str:
@@ -425,3 +425,146 @@ class Ledger:
 
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
+
+
+class LedgerReader:
+    """Read-only queries for the dashboard. Opens no transaction that writes."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def goals(
+        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+    ) -> list[dict[str, Any]]:
+        with self.ledger.engine.connect() as connection:
+            attempts = (
+                select(Attempt.goal_id, func.count().label("n"))
+                .group_by(Attempt.goal_id)
+                .subquery()
+            )
+            winners = (
+                select(Proof.goal_id, func.max(Proof.strategy).label("strategy"))
+                .group_by(Proof.goal_id)
+                .subquery()
+            )
+            query = (
+                select(
+                    GoalRow.id,
+                    GoalRow.file,
+                    GoalRow.name,
+                    GoalRow.line,
+                    GoalRow.statement,
+                    GoalRow.status,
+                    GoalRow.fingerprint,
+                    attempts.c.n,
+                    winners.c.strategy,
+                )
+                .outerjoin(attempts, attempts.c.goal_id == GoalRow.id)
+                .outerjoin(winners, winners.c.goal_id == GoalRow.id)
+                .order_by(GoalRow.file, GoalRow.line)
+            )
+            if status:
+                query = query.where(GoalRow.status == status)
+            if file:
+                query = query.where(GoalRow.file.contains(file))
+            if strategy:
+                query = query.where(winners.c.strategy == strategy)
+            return [
+                {
+                    "id": row.id,
+                    "file": row.file,
+                    "name": row.name,
+                    "line": row.line,
+                    "statement": row.statement,
+                    "status": row.status,
+                    "attempts": int(row.n or 0),
+                    "strategy": row.strategy or "",
+                    "fingerprint": row.fingerprint,
+                }
+                for row in connection.execute(query).all()
+            ]
+
+    def goal(self, goal_id: int) -> dict[str, Any] | None:
+        with self.ledger.engine.connect() as connection:
+            row = connection.execute(select(GoalRow).where(GoalRow.id == goal_id)).first()
+            if row is None:
+                return None
+            attempts = connection.execute(
+                select(Attempt).where(Attempt.goal_id == goal_id).order_by(Attempt.id)
+            ).all()
+            proof = connection.execute(
+                select(Proof).where(Proof.goal_id == goal_id).order_by(Proof.id.desc()).limit(1)
+            ).first()
+            goal = row
+            return {
+                "id": goal.id,
+                "file": goal.file,
+                "name": goal.name,
+                "line": goal.line,
+                "statement": goal.statement,
+                "status": goal.status,
+                "fingerprint": goal.fingerprint,
+                "attempts": [
+                    {
+                        "strategy": a.strategy,
+                        "tactic": a.tactic,
+                        "outcome": a.outcome,
+                        "cpu_seconds": a.cpu_seconds,
+                        "wall_seconds": a.wall_seconds,
+                        "budget_seconds": a.budget_seconds,
+                        "message": a.message,
+                        "created_at": _iso(a.created_at),
+                    }
+                    for a in attempts
+                ],
+                "proof": None
+                if proof is None
+                else {
+                    "script": " ".join(proof.sentences),
+                    "strategy": proof.strategy,
+                    "diff": proof.diff,
+                    "written": proof.written,
+                    "verified_at": _iso(proof.verified_at),
+                },
+            }
+
+    def runs(self) -> list[dict[str, Any]]:
+        with self.ledger.engine.connect() as connection:
+            rows = connection.execute(select(Run).order_by(Run.id.desc()).limit(50)).all()
+            return [
+                {
+                    "id": r.id,
+                    "command": r.command,
+                    "status": r.status,
+                    "started_at": _iso(r.started_at),
+                    "finished_at": _iso(r.finished_at),
+                    "prover_version": r.prover_version,
+                    "summary": r.summary or {},
+                }
+                for r in rows
+            ]
+
+    def proofs_over_time(self) -> list[tuple[datetime, int]]:
+        """(time, cumulative number of verified proofs)."""
+        with self.ledger.engine.connect() as connection:
+            times = [
+                t
+                for (t,) in connection.execute(
+                    select(Proof.verified_at).order_by(Proof.verified_at)
+                )
+            ]
+        return [(t, i + 1) for i, t in enumerate(times)]
+
+    def files(self) -> list[dict[str, Any]]:
+        with self.ledger.engine.connect() as connection:
+            rows = connection.execute(
+                select(GoalRow.file, GoalRow.status, func.count()).group_by(
+                    GoalRow.file, GoalRow.status
+                )
+            ).all()
+        per: dict[str, dict[str, int]] = {}
+        for file, status, n in rows:
+            per.setdefault(file, {"total": 0, "proved": 0, "open": 0})
+            per[file]["total"] += n
+            per[file]["proved" if status == "proved" else "open"] += n
+        return [{"file": f, **counts} for f, counts in sorted(per.items())]

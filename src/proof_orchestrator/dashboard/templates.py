@@ -1,0 +1,123 @@
+"""Page templates (Jinja2, autoescaped: statements with ``<`` and ``&`` are shown as text)."""
+
+from __future__ import annotations
+
+from jinja2 import DictLoader, Environment, select_autoescape
+
+__all__ = ["environment"]
+
+_BASE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{{ title }} · orch</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 1.5rem; color: #222; }
+nav a { margin-right: 1rem; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+td, th { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
+pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; }
+.chart { width: 560px; max-width: 100%; border: 1px solid #ddd; margin: 0.5rem 1rem 1rem 0; }
+.proved { color: #174; } .failed { color: #a33; } .open { color: #a60; }
+.cards span { display: inline-block; border: 1px solid #ccc; padding: 0.5rem 1rem; margin-right: 0.5rem; }
+</style></head>
+<body>
+<nav><a href="/">Overview</a><a href="/goals">Goals</a><a href="/runs">Runs</a><a href="/marketplace">Market</a>
+<a href="/docs">API</a><a href="/metrics">Metrics</a></nav>
+<h1>{{ title }}</h1>
+{% block body %}{% endblock %}
+</body></html>
+"""
+
+_OVERVIEW = """{% extends "base.html" %}{% block body %}
+<div class="cards">
+<span>holes <b id="total">{{ stats.total }}</b></span>
+<span>proved <b id="proved">{{ stats.proved }}</b></span>
+<span>open <b id="open">{{ stats.open }}</b></span>
+<span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
+</div>
+<h2>Charts</h2>
+<div id="charts">{{ solved_chart|safe }}{{ cpu_chart|safe }}{{ strategy_chart|safe }}{{ cost_chart|safe }}</div>
+<h2>Files</h2>
+<table id="files"><tr><th>file</th><th>holes</th><th>proved</th><th>open</th></tr>
+{% for f in files %}<tr><td>{{ f.file }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}
+</table>
+<h2>Strategies</h2>
+<table id="strategies"><tr><th>strategy</th><th>attempts</th><th>proved</th><th>win rate</th><th>CPU s</th><th>CPU s / proof</th></tr>
+{% for s in strategies %}<tr><td>{{ s.strategy }}</td><td>{{ s.attempts }}</td><td>{{ s.proved }}</td>
+<td>{{ "%.0f%%"|format(100 * s.proved / s.attempts if s.attempts else 0) }}</td><td>{{ "%.1f"|format(s.cpu_seconds) }}</td>
+<td>{{ "%.2f"|format(s.cpu_seconds / s.proved) if s.proved else "–" }}</td></tr>{% endfor %}
+</table>
+<script>
+// live counts: poll the JSON API (no library needed)
+async function refresh() {
+  const r = await fetch("/api/stats" + location.search);
+  if (!r.ok) return;
+  const s = await r.json();
+  for (const k of ["total", "proved", "open"]) document.getElementById(k).textContent = s.holes[k];
+  document.getElementById("cpu").textContent = s.cpu_seconds.toFixed(1);
+}
+setInterval(refresh, 3000);
+</script>
+{% endblock %}"""
+
+_GOALS = """{% extends "base.html" %}{% block body %}
+<form id="filter" method="get">
+status <select name="status" id="status-filter"><option value="">any</option>
+{% for s in ["proved", "failed", "open"] %}<option value="{{ s }}" {% if s == status %}selected{% endif %}>{{ s }}</option>{% endfor %}
+</select>
+file <input name="file" value="{{ file or '' }}">
+strategy <input name="strategy" value="{{ strategy or '' }}">
+<button type="submit" id="apply">filter</button></form>
+<p><span id="count">{{ goals|length }}</span> goals</p>
+<table id="goals"><tr><th>lemma</th><th>file</th><th>line</th><th>status</th><th>strategy</th><th>attempts</th></tr>
+{% for g in goals %}<tr class="goal-row" data-status="{{ g.status }}">
+<td><a href="/goals/{{ g.id }}">{{ g.name }}</a></td><td>{{ g.file }}</td><td>{{ g.line }}</td>
+<td class="{{ g.status }}">{{ g.status }}</td><td>{{ g.strategy }}</td><td>{{ g.attempts }}</td></tr>{% endfor %}
+</table>{% endblock %}"""
+
+_GOAL = """{% extends "base.html" %}{% block body %}
+<p>{{ goal.file }}:{{ goal.line }} · status <b class="{{ goal.status }}">{{ goal.status }}</b></p>
+<h2>Statement</h2><pre id="statement">{{ goal.statement }}</pre>
+{% if goal.proof %}<h2>Verified proof ({{ goal.proof.strategy }})</h2>
+<pre id="proof">{{ goal.proof.script }}</pre>
+<h3>Change to the file</h3><pre id="diff">{{ goal.proof.diff }}</pre>{% else %}<p id="no-proof">No verified proof yet.</p>{% endif %}
+<h2>Attempts</h2>
+<table id="attempts"><tr><th>strategy</th><th>outcome</th><th>tactic</th><th>budget s</th><th>CPU s</th><th>wall s</th><th>when</th></tr>
+{% for a in goal.attempts %}<tr><td>{{ a.strategy }}</td><td>{{ a.outcome }}</td><td><code>{{ a.tactic }}</code></td>
+<td>{{ a.budget_seconds }}</td><td>{{ "%.3f"|format(a.cpu_seconds) }}</td><td>{{ "%.3f"|format(a.wall_seconds) }}</td><td>{{ a.created_at }}</td></tr>{% endfor %}
+</table>{% endblock %}"""
+
+_RUNS = """{% extends "base.html" %}{% block body %}
+<h2>Runs</h2>
+<table id="runs"><tr><th>id</th><th>command</th><th>status</th><th>started</th><th>proved / goals</th><th>CPU s</th><th>wall s</th></tr>
+{% for r in runs %}<tr><td>{{ r.id }}</td><td>{{ r.command }}</td><td>{{ r.status }}</td><td>{{ r.started_at }}</td>
+<td>{{ r.summary.proved }} / {{ r.summary.goals }}</td><td>{{ r.summary.cpu_seconds }}</td><td>{{ r.summary.wall_seconds }}</td></tr>{% endfor %}
+</table>
+<h2>Benchmark results</h2>
+<table id="benchmarks"><tr><th>result</th><th>solved</th><th>rate</th><th>wall s</th><th>search CPU s</th><th>per strategy</th></tr>
+{% for b in benchmarks %}<tr><td>{{ b.name }}</td><td>{{ b.solved }} / {{ b.lemmas }}</td><td>{{ "%.1f%%"|format(100 * b.rate) }}</td>
+<td>{{ b.wall }}</td><td>{{ b.cpu }}</td><td>{{ b.strategies }}</td></tr>{% endfor %}
+</table>{% endblock %}"""
+
+_MARKET = """{% extends "base.html" %}{% block body %}
+<p id="market-empty">No helper-lemma tickets: the market has not been built yet.</p>{% endblock %}"""
+
+_FILE = (
+    """{% extends "base.html" %}{% block body %}<pre id="source">{{ text }}</pre>{% endblock %}"""
+)
+
+
+def environment() -> Environment:
+    return Environment(
+        loader=DictLoader(
+            {
+                "base.html": _BASE,
+                "overview.html": _OVERVIEW,
+                "goals.html": _GOALS,
+                "goal.html": _GOAL,
+                "runs.html": _RUNS,
+                "market.html": _MARKET,
+                "file.html": _FILE,
+            }
+        ),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
