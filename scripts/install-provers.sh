@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Make sure Coq 8.16, CoqHammer, E and CVC4 are installed (Debian packages).
-# Installs them when missing and we are root; otherwise says what to install.
+# Make sure Coq 8.16, CoqHammer, E and CVC4 (the provers) and Chromium (for the
+# dashboard's browser tests) are installed as Debian packages. Installs what
+# is missing when we are root; otherwise says what to install.
 set -euo pipefail
 
 missing=()
@@ -9,9 +10,10 @@ command -v coqc >/dev/null 2>&1 || missing+=(coq)
 [ -d /usr/lib/ocaml/coq/user-contrib/Hammer ] || missing+=(libcoq-hammer)
 command -v eprover >/dev/null 2>&1 || missing+=(eprover)
 command -v cvc4 >/dev/null 2>&1 || missing+=(cvc4)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "provers: coq $(coqc --version | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -1), coq-hammer, eprover, cvc4 present"
+  echo "provers: coq $(coqc --version | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -1), coq-hammer, eprover, cvc4, chromium present"
   exit 0
 fi
 

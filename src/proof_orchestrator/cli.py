@@ -419,6 +419,9 @@ def bg_command(
         float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")
     ] = None,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print a JSON summary at the end")
+    ] = False,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -480,6 +483,19 @@ def bg_command(
         ledger.close()
     trace = result.governor_trace
     mean = sum(trace) / len(trace) if trace else 0.0
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "cycles": result.cycles,
+                    "proved": result.proved,
+                    "restarts": result.restarts,
+                    "wall_seconds": round(result.wall_seconds, 3),
+                    "mean_cpu_fraction": round(mean, 4),
+                }
+            )
+        )
+        return
     out.print(
         f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.restarts} "
         f"restart(s) after edits, {result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"

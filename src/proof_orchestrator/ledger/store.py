@@ -18,7 +18,6 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     Engine,
-    Integer,
     create_engine,
     event,
     func,
@@ -386,20 +385,21 @@ class Ledger:
             attempts_by_outcome = dict(
                 s.execute(select(Attempt.outcome, func.count()).group_by(Attempt.outcome)).all()
             )
+            # a strategy's proofs are the verified ones (attempts only reach "candidate")
+            proofs_by_strategy = dict(
+                s.execute(select(Proof.strategy, func.count()).group_by(Proof.strategy)).all()
+            )
             per_strategy = [
                 {
                     "strategy": strategy,
                     "attempts": n,
-                    "proved": int(proved or 0),
+                    "proved": int(proofs_by_strategy.get(strategy, 0)),
                     "cpu_seconds": float(cpu or 0),
                 }
-                for strategy, n, proved, cpu in s.execute(
-                    select(
-                        Attempt.strategy,
-                        func.count(),
-                        func.sum((Attempt.outcome == Outcome.PROVED.value).cast(Integer)),
-                        func.sum(Attempt.cpu_seconds),
-                    ).group_by(Attempt.strategy)
+                for strategy, n, cpu in s.execute(
+                    select(Attempt.strategy, func.count(), func.sum(Attempt.cpu_seconds)).group_by(
+                        Attempt.strategy
+                    )
                 ).all()
             ]
             runs = [

@@ -1,0 +1,210 @@
+"""The dashboard: API over a ledger filled by a real bank run, safety, and a real browser."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from proof_orchestrator.bank import run_bank
+from proof_orchestrator.cli import app as cli_app
+from proof_orchestrator.dashboard import create_app
+from proof_orchestrator.goals import Budget, Goal, HoleKind
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.pipeline import FillOptions
+
+from .conftest import BANK, REPO
+
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture(scope="module")
+def bank_ledger(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Ledger, Path, dict[str, object]]]:
+    """A ledger filled by a real `orch bank` run on two bank files."""
+    root = tmp_path_factory.mktemp("dash")
+    bank = root / "bank"
+    (bank / "coq").mkdir(parents=True)
+    for name in ("BankOption.v", "BankBool.v"):
+        shutil.copyfile(BANK / "coq" / name, bank / "coq" / name)
+    shutil.copyfile(BANK / "index.tsv", bank / "index.tsv")
+    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    result, _ = asyncio.run(run_bank(bank, root / "results", options))
+    ledger = Ledger(f"sqlite:///{result['ledger']}")
+    (root / "project").mkdir()
+    (root / "project" / "A.v").write_text("Lemma a : True. Proof. exact I. Qed.\n")
+    (root / "secret.txt").write_text("outside the project\n")
+    yield ledger, root, result
+    ledger.close()
+
+
+@pytest.fixture
+def client(bank_ledger: tuple[Ledger, Path, dict[str, object]]) -> TestClient:
+    ledger, root, _ = bank_ledger
+    return TestClient(create_app(ledger, root / "project", results_dir=root / "results"))
+
+
+def test_stats_match_the_bank_result(
+    client: TestClient, bank_ledger: tuple[Ledger, Path, dict]
+) -> None:
+    _, _, result = bank_ledger
+    stats = client.get("/api/stats").json()
+    assert stats["holes"]["total"] == result["totals"]["lemmas"]
+    assert stats["holes"]["proved"] == result["totals"]["solved"]
+    by_strategy = {s["strategy"]: s["proved"] for s in stats["strategies"]}
+    expected = {name: s["solved"] for name, s in result["per_strategy"].items()}
+    assert {k: v for k, v in by_strategy.items() if v} == expected
+    assert client.get("/api/health").json() == {"status": "ok"}
+
+
+def test_goal_filters_and_goal_detail(
+    client: TestClient, bank_ledger: tuple[Ledger, Path, dict]
+) -> None:
+    _, _, result = bank_ledger
+    proved = client.get("/api/goals", params={"status": "proved"}).json()
+    assert len(proved) == result["totals"]["solved"]
+    detail = client.get(f"/api/goals/{proved[0]['id']}").json()
+    assert detail["proof"]["script"]
+    assert detail["attempts"]
+    assert client.get("/api/goals/999999").status_code == 404
+
+
+def test_runs_openapi_and_metrics(client: TestClient) -> None:
+    runs = client.get("/api/runs").json()
+    assert runs["runs"][0]["command"] == "bank"
+    assert runs["benchmarks"][0]["solved"] >= 1
+    schema = client.get("/openapi.json").json()
+    assert {
+        "/api/health",
+        "/api/stats",
+        "/api/goals",
+        "/api/goals/{goal_id}",
+        "/api/runs",
+        "/api/marketplace",
+    } <= set(schema["paths"])
+    metrics = client.get("/metrics").text
+    assert "orch_proofs_total" in metrics
+    assert 'orch_goals{status="proved"}' in metrics
+
+
+def test_paths_outside_the_project_are_refused(client: TestClient) -> None:
+    assert client.get("/api/files/A.v").text.startswith("Lemma a")
+    for path in ("../secret.txt", "..%2Fsecret.txt", "%2E%2E/secret.txt"):
+        response = client.get(f"/api/files/{path}")
+        assert response.status_code in (403, 404), path
+        assert "outside the project" not in response.text or response.status_code == 403
+    assert client.get("/files/../secret.txt").status_code in (403, 404)
+
+
+def test_a_statement_with_script_tags_is_shown_as_text(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.sqlite'}")
+    goal = Goal(
+        tmp_path / "X.v",
+        1,
+        "evil",
+        "Lemma evil : <script>alert(1)</script> & x < y.",
+        HoleKind.ADMITTED,
+        "fp-evil",
+    )
+    goal_id = ledger.upsert_goal(goal)
+    page = TestClient(create_app(ledger, tmp_path)).get(f"/goals/{goal_id}").text
+    ledger.close()
+    assert "<script>alert(1)</script>" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; x &lt; y." in page
+
+
+def test_token_is_required_when_configured(bank_ledger: tuple[Ledger, Path, dict]) -> None:
+    ledger, root, _ = bank_ledger
+    guarded = TestClient(create_app(ledger, root / "project", token="s3cret"))
+    assert guarded.get("/api/stats").status_code == 401
+    assert guarded.get("/api/stats", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert guarded.get("/api/stats", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert guarded.get("/api/stats", params={"token": "s3cret"}).status_code == 200
+
+
+def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        cli_app, ["dashboard", str(tmp_path), "--host", "0.0.0.0"], env={"ORCH_DASHBOARD_TOKEN": ""}
+    )
+    assert result.exit_code == 2
+    assert "without a token" in result.output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
+    ledger, root, _ = bank_ledger
+    port = _free_port()
+    config = uvicorn.Config(
+        create_app(ledger, root / "project", results_dir=root / "results"),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Path, dict]) -> None:
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian chromium is not installed (make test installs it as root)")
+    from playwright.sync_api import sync_playwright
+
+    _, _, result = bank_ledger
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path="/usr/bin/chromium",
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        page.goto(server + "/")
+        assert page.inner_text("#total") == str(result["totals"]["lemmas"])
+        assert page.inner_text("#proved") == str(result["totals"]["solved"])
+        assert page.locator("svg.chart circle.point").count() >= 2  # a chart with data points
+        page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"), full_page=True)
+
+        page.goto(server + "/goals")
+        all_rows = page.locator("tr.goal-row").count()
+        page.select_option("#status-filter", "proved")
+        page.click("#apply")
+        page.wait_for_load_state()
+        proved_rows = page.locator("tr.goal-row").count()
+        assert proved_rows == result["totals"]["solved"] < all_rows
+        assert page.locator("tr.goal-row[data-status='failed']").count() == 0
+
+        page.locator("tr.goal-row a").first.click()
+        page.wait_for_load_state()
+        assert page.inner_text("#proof").strip().endswith(".")
+        assert "Qed." in page.inner_text("#diff")
+        page.screenshot(path=str(ARTIFACTS / "dashboard-goal.png"), full_page=True)
+        browser.close()
