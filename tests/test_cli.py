@@ -151,3 +151,24 @@ def test_kill_9_loses_nothing_but_attempts_in_flight(tmp_path: Path) -> None:
     done.communicate(timeout=300)
     assert done.returncode == 0
     assert coqc_ok(path)
+
+
+def test_live_view_counts_wins_per_strategy() -> None:
+    from rich.console import Console
+
+    from proof_orchestrator.cli import _Tracker
+    from proof_orchestrator.goals import Goal, HoleKind, Outcome
+    from proof_orchestrator.pipeline import GoalReport
+
+    tracker = _Tracker("fill")
+    tracker.files([(Path("A.v"), 2)])
+    goal = Goal(Path("A.v"), 1, "a", "Lemma a : True.", HoleKind.ADMITTED, "fp")
+    tracker.goal(GoalReport(goal, Outcome.PROVED, "micro", ("exact I.",), 1, 0.5))
+    tracker.goal(GoalReport(goal, Outcome.FAILED, "induction", (), 3, 1.5))
+    console = Console(width=100, record=True)
+    console.print(tracker)
+    text = console.export_text()
+    assert "proved 1" in text
+    assert "micro" in text
+    assert "induction" in text
+    assert tracker.wins == {"micro": 1}

@@ -191,6 +191,14 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
         assert page.inner_text("#total") == str(result["totals"]["lemmas"])
         assert page.inner_text("#proved") == str(result["totals"]["solved"])
         assert page.locator("svg.chart circle.point").count() >= 2  # a chart with data points
+        titles = page.locator("svg.chart").evaluate_all(
+            "els => els.map(e => e.getAttribute('aria-label'))"
+        )
+        assert {
+            "Solved over time",
+            "Open goals by estimated difficulty",
+            "Largest prover process (latest run)",
+        } <= set(titles)
         page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"), full_page=True)
 
         page.goto(server + "/goals")
@@ -205,6 +213,7 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
         page.locator("tr.goal-row a").first.click()
         page.wait_for_load_state()
         assert page.inner_text("#proof").strip().endswith(".")
-        assert "Qed." in page.inner_text("#diff")
+        diff = page.inner_text("#diff")
+        assert diff.count("+Qed.") == 1  # the change this proof made, not the whole file's
         page.screenshot(path=str(ARTIFACTS / "dashboard-goal.png"), full_page=True)
         browser.close()

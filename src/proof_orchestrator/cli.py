@@ -14,7 +14,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 import uvicorn
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -124,28 +125,23 @@ def _options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
     return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
 
 
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("proved {task.fields[proved]}"),
-        TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-        refresh_per_second=4,
-    )
-
-
 class _Tracker:
-    """Feeds goal results into a Rich progress bar."""
+    """Live terminal view: a progress bar with ETA and a table of wins per strategy."""
 
-    def __init__(self, progress: Progress, description: str) -> None:
-        self.progress = progress
-        self.task = progress.add_task(description, total=None, proved=0)
+    def __init__(self, description: str) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("proved {task.fields[proved]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        self.task = self.progress.add_task(description, total=None, proved=0)
         self.proved = 0
+        self.wins: dict[str, int] = {}
+        self.cpu: dict[str, float] = {}
 
     def files(self, files: list[tuple[Path, int]]) -> None:
         self.progress.update(self.task, total=sum(n for _, n in files))
@@ -153,7 +149,21 @@ class _Tracker:
     def goal(self, report: GoalReport) -> None:
         if report.outcome is Outcome.PROVED:
             self.proved += 1
+            self.wins[report.strategy] = self.wins.get(report.strategy, 0) + 1
+        if report.strategy:
+            self.cpu[report.strategy] = self.cpu.get(report.strategy, 0.0) + report.cpu_seconds
         self.progress.update(self.task, advance=1, proved=self.proved)
+
+    def __rich__(self) -> Group:
+        table = Table(title="wins by strategy", title_justify="left")
+        for column in ("strategy", "proofs", "CPU s"):
+            table.add_column(column)
+        for name in sorted(self.cpu, key=lambda n: -self.wins.get(n, 0)):
+            table.add_row(name, str(self.wins.get(name, 0)), f"{self.cpu[name]:.1f}")
+        return Group(self.progress.get_renderable(), table)
+
+    def live(self) -> Live:
+        return Live(self, console=console, refresh_per_second=4, transient=False)
 
 
 def _goal_table(report: FillReport) -> Table:
@@ -276,8 +286,8 @@ def fill_command(
     )
     ledger = _open_ledger(db, paths[0])
     try:
-        with _progress() as progress:
-            tracker = _Tracker(progress, "fill")
+        tracker = _Tracker("fill")
+        with tracker.live():
             report = _run(
                 fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files)
             )
@@ -354,8 +364,8 @@ def bank_command(
     )
     options = _options(settings)
     try:
-        with _progress() as progress:
-            tracker = _Tracker(progress, "bank")
+        tracker = _Tracker("bank")
+        with tracker.live():
             result, path = _run(
                 run_bank(
                     bank,

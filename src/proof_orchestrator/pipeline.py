@@ -160,6 +160,9 @@ async def fill(
         summary = summarize(report)
         summary["cpu_target"] = options.orch.cpu_target
         summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
+        summary["prover_rss_mb"] = [
+            [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace
+        ]
         ledger.finish_run(report.run_id, status, summary)
     return report
 

@@ -386,15 +386,17 @@ class GoalRun:
             except FileChangedError as exc:
                 state.report.status = FileStatus.CHANGED
                 state.report.message = str(exc)
-        diff = "".join(
-            difflib.unified_diff(
-                state.text.splitlines(keepends=True),
-                final_text.splitlines(keepends=True),
-                fromfile=str(state.path),
-                tofile=str(state.path),
-            )
-        )
         for hole, goal_report, goal_id in accepted:
+            # the change this proof alone makes to the file
+            alone = apply_patches(state.text, [Patch(hole, goal_report.sentences)])
+            diff = "".join(
+                difflib.unified_diff(
+                    state.text.splitlines(keepends=True),
+                    alone.splitlines(keepends=True),
+                    fromfile=str(state.path),
+                    tofile=str(state.path),
+                )
+            )
             self.ledger.record_proof(
                 run_id=self.run_id,
                 goal_id=goal_id,

@@ -22,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..ledger import Ledger, LedgerReader
+from ..scheduler.queue import difficulty
 from .charts import bar_chart, line_chart
 from .templates import environment
 
@@ -173,6 +174,16 @@ def create_app(
         trace = [(t, f) for t, f in latest["summary"]["cpu_trace"]] if latest else []
         target = latest["summary"].get("cpu_target") if latest else None
         strategies = stats["strategies"]
+        memory = [(t, m) for t, m in latest["summary"].get("prover_rss_mb", [])] if latest else []
+        buckets: dict[str, int] = {}
+        for goal in reader.goals():
+            if goal["status"] != "proved":
+                level = difficulty(goal["statement"])
+                label = (
+                    "< 2" if level < 2 else "2–4" if level < 4 else "4–6" if level < 6 else "≥ 6"
+                )
+                buckets[label] = buckets.get(label, 0) + 1
+        order = ["< 2", "2–4", "4–6", "≥ 6"]
         return page(
             "overview.html",
             title="Overview",
@@ -195,6 +206,16 @@ def create_app(
             ),
             strategy_chart=bar_chart(
                 [(s["strategy"], s["proved"]) for s in strategies], title="Proofs by strategy"
+            ),
+            memory_chart=line_chart(
+                memory,
+                title="Largest prover process (latest run)",
+                x_label="seconds",
+                y_label="RSS MiB",
+            ),
+            queue_chart=bar_chart(
+                [(k, buckets[k]) for k in order if k in buckets],
+                title="Open goals by estimated difficulty",
             ),
             cost_chart=bar_chart(
                 [

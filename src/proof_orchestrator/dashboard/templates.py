@@ -35,7 +35,8 @@ _OVERVIEW = """{% extends "base.html" %}{% block body %}
 <span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
 </div>
 <h2>Charts</h2>
-<div id="charts">{{ solved_chart|safe }}{{ cpu_chart|safe }}{{ strategy_chart|safe }}{{ cost_chart|safe }}</div>
+<div id="charts">{{ solved_chart|safe }}{{ cpu_chart|safe }}{{ strategy_chart|safe }}{{ cost_chart|safe }}
+{{ memory_chart|safe }}{{ queue_chart|safe }}</div>
 <h2>Files</h2>
 <table id="files"><tr><th>file</th><th>holes</th><th>proved</th><th>open</th></tr>
 {% for f in files %}<tr><td>{{ f.file }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}

@@ -57,6 +57,8 @@ class CpuSample:
     active: int
     #: resident memory of our process tree, MiB
     rss_mb: float
+    #: resident memory of each live prover process, MiB
+    prover_rss_mb: tuple[float, ...] = ()
 
 
 _SELF = psutil.Process()
@@ -74,12 +76,13 @@ def _tree_cpu() -> float:
     return cpu + sum(process_cpu_seconds(proc) for proc in live_processes())
 
 
-def _tree_rss_mb() -> float:
-    rss = _SELF.memory_info().rss
+def _tree_rss_mb() -> tuple[float, tuple[float, ...]]:
+    """RSS of the whole tree and of each live prover, MiB."""
+    provers: list[float] = []
     for proc in live_processes():
         with contextlib.suppress(psutil.NoSuchProcess):
-            rss += proc.memory_info().rss
-    return rss / 1024**2
+            provers.append(proc.memory_info().rss / 1024**2)
+    return _SELF.memory_info().rss / 1024**2 + sum(provers), tuple(round(p, 1) for p in provers)
 
 
 class CpuGovernor:
@@ -171,7 +174,7 @@ class CpuGovernor:
         return self._record(*self._measure())
 
     def _record(self, now: float, cpu: float) -> CpuSample:
-        rss_mb = _tree_rss_mb()
+        rss_mb, prover_rss = _tree_rss_mb()
         wall = max(now - self._window_wall, 1e-6)
         fraction = max(cpu - self._window_cpu, 0.0) / (wall * self.cpus)
         self._window_cpu, self._window_wall = cpu, now
@@ -192,6 +195,7 @@ class CpuGovernor:
             self.limit,
             self.active,
             round(rss_mb, 1),
+            prover_rss,
         )
         self.trace.append(sample)
         return sample
