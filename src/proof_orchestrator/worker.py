@@ -40,7 +40,19 @@ from .scheduler.queue import GoalQueue, priority
 from .strategies.base import Strategy, StrategyResult
 from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 
-__all__ = ["FileState", "GoalItem", "GoalRun", "ProjectTools", "default_strategies"]
+__all__ = [
+    "MAX_REVISITS_PER_RUN",
+    "FileState",
+    "GoalItem",
+    "GoalRun",
+    "ProjectTools",
+    "default_strategies",
+]
+
+#: within one run, a goal whose strategies timed out is revisited once with doubled
+#: budgets; after that it is parked, and later runs (or `orch bg` cycles) double
+#: again from the ledger's record, up to `budget_cap`
+MAX_REVISITS_PER_RUN = 1
 
 
 def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
@@ -238,7 +250,7 @@ class GoalRun:
                 else Outcome.FAILED
             )
         )
-        if doubled:
+        if doubled and item.revisits < MAX_REVISITS_PER_RUN:
             item.budgets = doubled
             item.revisits += 1
             self.enqueue(item)  # parked: revisited after fresher goals
