@@ -172,3 +172,20 @@ def test_live_view_counts_wins_per_strategy() -> None:
     assert "micro" in text
     assert "induction" in text
     assert tracker.wins == {"micro": 1}
+
+
+def test_a_bad_setting_given_as_a_flag_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n")
+    result = runner.invoke(app, ["fill", str(path), "--cpu-target", "2"])
+    assert result.exit_code == 2
+    assert "cpu_target must be between" in result.output
+
+
+def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
+    (tmp_path / "orch.toml").write_text("seed = 7\n")
+    result = runner.invoke(app, ["config", str(tmp_path), "--json"], env={"ORCH_PORTFOLIO": "3"})
+    assert result.exit_code == 0
+    assert '"seed": {' in result.stdout
+    assert "orch.toml" in result.stdout
+    assert "env ORCH_PORTFOLIO" in result.stdout

@@ -112,7 +112,9 @@ TacticTimeout = Annotated[
 ]
 
 
-def _settings(anchor: Path, **flags: object) -> Settings:
+def _settings(anchor: Path, arguments: dict[str, object]) -> Settings:
+    """Settings for the project at ``anchor``; flags are the arguments named like fields."""
+    flags = {name: arguments.get(name) for name in Settings.__slots__}
     try:
         settings, _ = load_settings(project_for(anchor).root, flags)
     except ConfigError as exc:
@@ -266,21 +268,7 @@ def fill_command(
         resolve("coqtop")
     except (PathNotFound, ProverNotFound) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
-    settings = _settings(
-        paths[0],
-        cpu_target=cpu_target,
-        max_light=max_light,
-        max_heavy=max_heavy,
-        profile=profile,
-        seed=seed,
-        bandit=bandit,
-        portfolio=portfolio,
-        budget=budget,
-        tactic_timeout=tactic_timeout,
-        budget_cap=budget_cap,
-        prover_memory_mb=prover_memory_mb,
-        memory_budget_mb=memory_budget_mb,
-    )
+    settings = _settings(paths[0], locals())
     options = dataclasses.replace(
         _options(settings, dry_run=dry_run), prioritize=frozenset(prioritize or ())
     )
@@ -347,21 +335,7 @@ def bank_command(
         resolve("coqtop")
     except ProverNotFound as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
-    settings = _settings(
-        Path.cwd(),
-        cpu_target=cpu_target,
-        max_light=max_light,
-        max_heavy=max_heavy,
-        profile=profile,
-        seed=seed,
-        bandit=bandit,
-        portfolio=portfolio,
-        budget=budget,
-        tactic_timeout=tactic_timeout,
-        budget_cap=budget_cap,
-        prover_memory_mb=prover_memory_mb,
-        memory_budget_mb=memory_budget_mb,
-    )
+    settings = _settings(Path.cwd(), locals())
     options = _options(settings)
     try:
         tracker = _Tracker("bank")
@@ -453,21 +427,7 @@ def bg_command(
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     if duration is not None and duration <= 0:
         raise _fail("--duration must be positive", EXIT_BAD_INPUT)
-    settings = _settings(
-        paths[0],
-        cpu_target=cpu_target,
-        max_light=max_light,
-        max_heavy=max_heavy,
-        profile=profile,
-        seed=seed,
-        bandit=bandit,
-        portfolio=portfolio,
-        budget=budget,
-        tactic_timeout=tactic_timeout,
-        budget_cap=budget_cap,
-        prover_memory_mb=prover_memory_mb,
-        memory_budget_mb=memory_budget_mb,
-    )
+    settings = _settings(paths[0], locals())
     ledger = _open_ledger(db, paths[0])
 
     def cycle(number: int, report: FillReport | None, next_step: str) -> None:
