@@ -136,3 +136,11 @@ def test_goal_queue_pops_highest_first_and_fifo_among_equals() -> None:
     queue.push("high-1", 5.0)
     queue.push("high-2", 5.0)
     assert [queue.pop(), queue.pop(), queue.pop()] == ["high-1", "high-2", "low"]
+
+
+def test_dependents_count_whole_identifiers_only() -> None:
+    from proof_orchestrator.worker import _mentions
+
+    later = "Lemma b : a = a. Proof. apply a. Qed. Lemma c : ab = 1. rewrite a_b. exact L.a."
+    assert _mentions(later, "a") == 3
+    assert _mentions(later, "ab") == 1

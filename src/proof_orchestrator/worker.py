@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import difflib
 import random
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,11 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
     """
     del profile  # every strategy that exists today belongs to profile 0
     return [MicroStrategy(), InductionStrategy(), CachedStrategy(ledger.popular_scripts())]
+
+
+def _mentions(text: str, name: str) -> int:
+    """How many times ``name`` appears in ``text`` as a whole identifier."""
+    return len(re.findall(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text)) if name else 0
 
 
 class ProjectTools:
@@ -159,7 +165,7 @@ class GoalRun:
         self, item: GoalItem, failures: int = 0, first_seen: datetime | None = None
     ) -> None:
         hole = item.hole
-        dependents = item.file.text.count(hole.goal.name, hole.proof_end) if hole.goal.name else 0
+        dependents = _mentions(item.file.text[hole.proof_end :], hole.goal.name)
         stuck = 0.0
         if first_seen is not None:
             seen = first_seen if first_seen.tzinfo else first_seen.replace(tzinfo=UTC)
