@@ -33,26 +33,17 @@ def test_attempts_proofs_and_tactic_cache_are_recorded(ledger: Ledger) -> None:
         cpu_seconds=0.5,
     )
     assert ledger.verified_proof("fp-a") is None
-    ledger.record_proof(
-        run_id=run,
-        goal_id=goal_id,
-        fingerprint="fp-a",
-        sentences=["exact I."],
-        strategy="micro",
-        prover_version="8.16.1",
-        diff="",
-        written=True,
-    )
-    ledger.record_proof(
-        run_id=run,
-        goal_id=goal_id,
-        fingerprint="fp-a",
-        sentences=["exact I."],
-        strategy="micro",
-        prover_version="8.16.1",
-        diff="",
-        written=True,
-    )
+    for _ in range(2):  # the same proof twice: one cache entry, counted twice
+        ledger.record_proof(
+            run_id=run,
+            goal_id=goal_id,
+            fingerprint="fp-a",
+            sentences=["exact I."],
+            strategy="micro",
+            prover_version="8.16.1",
+            diff="",
+            written=True,
+        )
     ledger.finish_run(run, "finished", {"proved": 1})
     assert ledger.verified_proof("fp-a") == ("exact I.",)
     assert ledger.cached_tactics("fp-a") == ["exact I."]

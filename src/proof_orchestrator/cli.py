@@ -122,6 +122,15 @@ def _settings(anchor: Path, arguments: dict[str, object]) -> Settings:
     return settings
 
 
+def _check_inputs(paths: list[Path]) -> None:
+    """Fail with exit 2 before any work if a path is missing or coqtop is not installed."""
+    try:
+        collect_files(paths)
+        resolve("coqtop")
+    except (PathNotFound, ProverNotFound) as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+
+
 def _options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
     budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
     return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
@@ -263,11 +272,7 @@ def fill_command(
     memory_budget_mb: MemoryBudget = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
-    try:
-        collect_files(paths)
-        resolve("coqtop")
-    except (PathNotFound, ProverNotFound) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    _check_inputs(paths)
     settings = _settings(paths[0], locals())
     options = dataclasses.replace(
         _options(settings, dry_run=dry_run), prioritize=frozenset(prioritize or ())
@@ -420,11 +425,7 @@ def bg_command(
     memory_budget_mb: MemoryBudget = None,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
-    try:
-        collect_files(paths)
-        resolve("coqtop")
-    except (PathNotFound, ProverNotFound) as exc:
-        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    _check_inputs(paths)
     if duration is not None and duration <= 0:
         raise _fail("--duration must be positive", EXIT_BAD_INPUT)
     settings = _settings(paths[0], locals())
