@@ -15,6 +15,8 @@ cannot be opened.
     │   ├── ProverHung              no answer within timeout + grace; it was killed
     │   ├── ProverDesync            replies no longer match requests; it was killed
     │   ├── ProverReplyTooLarge     a reply exceeded the byte cap
+    │   ├── ProverProtocolError     a reply is not what the protocol allows (bad JSON)
+    │   ├── ProverRequestError      the prover refused a request as malformed (Lean REPL)
     │   └── SessionClosed           the session was used after aclose()
     ├── ProjectError                user files
     │   ├── PathNotFound            a path given by the user does not exist
@@ -37,7 +39,9 @@ __all__ = [
     "ProverError",
     "ProverHung",
     "ProverNotFound",
+    "ProverProtocolError",
     "ProverReplyTooLarge",
+    "ProverRequestError",
     "ProverStartError",
     "ScriptRejected",
     "SessionClosed",
@@ -75,6 +79,23 @@ class ProverDesync(ProverError):
 
 class ProverReplyTooLarge(ProverError):
     """A single reply exceeded the configured byte cap; the prover was killed."""
+
+
+class ProverProtocolError(ProverError):
+    """A reply broke the protocol (for example, it is not valid JSON); the prover was killed."""
+
+
+class ProverRequestError(ProverError):
+    """The prover answered that a request was malformed or referred to something unknown.
+
+    The Lean REPL does this with ``{"message": ...}`` (``Unknown environment.``,
+    ``Unknown proof state.``, JSON it could not parse). It points at a bug on our
+    side, so it is an error rather than a failed tactic; the process stays usable.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class SessionClosed(ProverError):
