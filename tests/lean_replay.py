@@ -41,14 +41,20 @@ def split_blocks(text: str) -> list[str]:
     return [block.strip() for block in _SEPARATOR.split(text) if block.strip()]
 
 
-def request_key(text: str) -> str:
-    """Requests that the REPL would read as the same JSON value share a key.
+def parse_request(text: str) -> Any:
+    """A request's JSON value as the REPL reads it.
 
-    ``strict=False`` accepts raw line breaks inside strings, which a few
-    recorded requests contain.
+    The REPL joins the lines of a request without their line breaks (so a raw
+    line break inside a string disappears: the recorded ``invalid_line_break``
+    reply complains about ``bysorry``). Raises ``json.JSONDecodeError``.
     """
+    return json.loads(text.replace("\r", "").replace("\n", ""))
+
+
+def request_key(text: str) -> str:
+    """Requests that the REPL reads as the same JSON value share a key."""
     try:
-        value: Any = json.loads(text, strict=False)
+        value = parse_request(text)
     except json.JSONDecodeError:
         return "raw:" + text.strip()
     return json.dumps(value, sort_keys=True, ensure_ascii=False)

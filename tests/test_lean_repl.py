@@ -25,7 +25,7 @@ from proof_orchestrator.provers.lean_repl import (
     parse_tactic_reply,
 )
 
-from .lean_replay import split_blocks
+from .lean_replay import parse_request, split_blocks
 
 REPLAY = Path(__file__).with_name("lean_replay.py")
 TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "lean-repl-transcripts"
@@ -118,7 +118,7 @@ async def test_client_reads_every_recorded_reply(transcript: Path) -> None:
         for request_text, reply_text in recorded_pairs(transcript):
             raw = await repl.request_text(request_text, timeout=30)
             assert raw == json.loads(reply_text)
-            _check_typed(json.loads(request_text, strict=False), raw)
+            _check_typed(parse_request(request_text), raw)
         assert repl.alive
 
 
