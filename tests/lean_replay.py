@@ -8,8 +8,11 @@ request in the transcripts (``NAME.in`` / ``NAME.expected.out`` pairs from
 ``shared/lean-repl-transcripts``), printed verbatim and followed by a blank
 line. Requests are matched by their JSON value, so key order and spacing do not
 matter; a request recorded several times gets its recorded replies in turn
-(the last one repeats). A request that was never recorded gets the REPL's own
-kind of refusal, ``{"message": "replay: ..."}``, so a test sees it at once.
+(the last one repeats). A tactic that was never recorded is answered as a
+tactic that throws (``{"message": "Lean error: ..."}``): the stand-in does
+not know whether it would work, so it never pretends it does. Any other
+unrecorded request gets the REPL's refusal, ``{"message": "replay: ..."}``.
+``--log FILE`` appends every request to FILE, one JSON value per line.
 
 Fault options make the stand-in misbehave on the N-th request (1-based), to
 exercise the client's error paths: ``--hang-at N`` (read it, never answer),
@@ -60,6 +63,14 @@ def request_key(text: str) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
+def _parsed_or_none(text: str) -> dict[str, Any]:
+    try:
+        value = parse_request(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 def load(paths: list[Path]) -> dict[str, list[str]]:
     replies: dict[str, list[str]] = defaultdict(list)
     for path in paths:
@@ -91,6 +102,7 @@ def main() -> int:
     parser.add_argument("transcripts", nargs="+", type=Path)
     for kind in ("hang", "cut", "garbage", "exit"):
         parser.add_argument(f"--{kind}-at", type=int, default=0, metavar="N")
+    parser.add_argument("--log", type=Path, default=None, help="append each request (JSON) here")
     parser.add_argument("--once", type=Path, default=None, metavar="MARKER")
     parser.add_argument("--ignore-term", action="store_true", help="ignore SIGTERM (a stuck REPL)")
     args = parser.parse_args()
@@ -118,12 +130,19 @@ def main() -> int:
         if fault is not None and args.once is not None:
             args.once.touch()
         key = request_key(request)
+        parsed = _parsed_or_none(request)
         recorded = replies.get(key)
         if recorded:
             reply = recorded[min(served[key], len(recorded) - 1)]
             served[key] += 1
+        elif "tactic" in parsed:
+            # an unrecorded tactic: answered the way the REPL answers a tactic that throws
+            reply = json.dumps({"message": "Lean error:\nreplay: this tactic was not recorded"})
         else:
             reply = json.dumps({"message": f"replay: no recorded reply for {request.strip()}"})
+        if args.log is not None:
+            with args.log.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(parsed, ensure_ascii=False) + "\n")
         if fault == "hang":
             while True:
                 time.sleep(3600)

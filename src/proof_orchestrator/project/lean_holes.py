@@ -28,6 +28,7 @@ __all__ = [
     "DECLARATION_KEYWORDS",
     "LeanHole",
     "Token",
+    "command_spans",
     "declared_axioms",
     "lex",
     "scan_lean_text",
@@ -324,6 +325,17 @@ def scan_lean_text(path: Path, text: str) -> list[LeanHole]:
                 )
             )
     return holes
+
+
+def command_spans(text: str) -> list[tuple[int, int]]:
+    """Offsets (start, end) of the commands of ``text``, in order.
+
+    Splicing a proof replaces one token inside a command, so it never adds or
+    removes a command: the k-th span of a file and of its patched copy belong
+    to the same declaration.
+    """
+    tokens = lex(text)
+    return [(tokens[a].start, tokens[b - 1].end) for a, b in _commands(text, tokens)]
 
 
 def declared_axioms(text: str) -> set[str]:
