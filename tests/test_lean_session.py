@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.project.lean_holes import scan_lean_text
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.provers.lean import LeanGoalError, LeanProject, LeanProver, LeanSettings
-from proof_orchestrator.project.lean_holes import scan_lean_text
 from proof_orchestrator.strategies.lean_tactics import (
     LeanQuickStrategy,
     goal_variables,

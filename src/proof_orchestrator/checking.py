@@ -10,28 +10,37 @@ added one at a time.
 from __future__ import annotations
 
 import time
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from typing import Any
 
 from .errors import ProverError
 from .goals import Budget, Outcome
 from .ledger import Ledger
-from .project.coq_holes import CoqHole, declared_axioms
+from .project.holes import Hole
 from .project.patch import Patch, apply_patches
 from .provers.base import TacticStatus, Verdict, VerificationResult
-from .provers.coq import CoqProver, PrefixError
+from .provers.coq import PrefixError
 from .provers.coq_verify import CoqVerifier
+from .provers.lean import LeanVerifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 __all__ = ["blamed_candidates", "replay_script", "verify_candidates"]
 
 
 async def replay_script(
-    hole: CoqHole, text: str, prover: CoqProver, sentences: tuple[str, ...], budget: Budget
+    hole: Hole,
+    opening: AbstractAsyncContextManager[Any],
+    sentences: tuple[str, ...],
+    budget: Budget,
 ) -> GoalReport | None:
-    """Re-run a proof from the ledger in a session; None if it no longer closes the goal."""
+    """Re-run a proof from the ledger in a session (``opening`` opens it at ``hole``).
+
+    None if the proof no longer closes the goal.
+    """
     started = time.monotonic()
     try:
-        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+        async with opening as session:
             result = await session.run_script(sentences, session.root, timeout=budget.cpu_seconds)
             cpu = session.cpu_seconds()
     except (ProverError, PrefixError):
@@ -53,7 +62,8 @@ async def verify_candidates(
     path: Path,
     text: str,
     candidates: list[Candidate],
-    verifier: CoqVerifier,
+    verifier: CoqVerifier | LeanVerifier,
+    axioms: set[str],
     ledger: Ledger,
     run_id: int,
     version: str,
@@ -62,7 +72,6 @@ async def verify_candidates(
     """Keep the candidates that the whole-file check accepts; mark the others REJECTED."""
     if not candidates:
         return []
-    axioms = declared_axioms(text)
     cpu_before = verifier.cpu_seconds
 
     def reject(item: Candidate, detail: str) -> None:
@@ -82,7 +91,8 @@ async def verify_candidates(
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
         patched = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in chosen])
-        return await verifier.verify(path, text, patched, [h.goal for h, _, _ in chosen], axioms)
+        goals = [h.goal for h, _, _ in chosen]
+        return await verifier.verify(path, text, patched, goals, frozenset(axioms))
 
     # Verify everything at once; on failure, drop the candidates the verifier
     # blames (the lemma at the compiler's error line, or those with new

@@ -7,6 +7,7 @@ import dataclasses
 import ipaddress
 import json
 import os
+import shutil
 import signal
 from collections.abc import Coroutine
 from pathlib import Path
@@ -123,10 +124,19 @@ def _settings(anchor: Path, arguments: dict[str, object]) -> Settings:
 
 
 def _check_inputs(paths: list[Path]) -> None:
-    """Fail with exit 2 before any work if a path is missing or coqtop is not installed."""
+    """Fail with exit 2 before any work if a path is missing or a needed prover is not installed."""
     try:
-        collect_files(paths)
-        resolve("coqtop")
+        files = collect_files(paths)
+        if not files or any(p.suffix == ".v" for p in files):
+            resolve("coqtop")
+        if any(p.suffix == ".lean" for p in files) and not (
+            shutil.which("lean") or shutil.which("lake")
+        ):
+            raise ProverNotFound(
+                "these files include Lean sources but neither `lean` nor `lake` is on PATH. "
+                "Install elan (https://github.com/leanprover/elan), then run "
+                "`orch lean setup` in the project."
+            )
     except (PathNotFound, ProverNotFound) as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
 

@@ -32,12 +32,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import OrchError, PathNotFound
+from .errors import OrchError, PathNotFound, ProverNotFound
 from .goals import Outcome
 from .ledger import Ledger
-from .project.coq_holes import CoqHole, scan_coq_text
 from .project.coqproject import load_coqproject, project_for
+from .project.holes import SOURCE_SUFFIXES, Hole, language_of, scan_text
 from .provers.coq import CoqProver
+from .provers.lean import LeanProject
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -51,7 +52,15 @@ from .reports import (
 )
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
-from .worker import FileState, GoalItem, GoalRun, ProjectTools, default_strategies
+from .worker import (
+    FileState,
+    GoalItem,
+    GoalRun,
+    LeanTools,
+    ProjectTools,
+    Tools,
+    default_strategies,
+)
 
 __all__ = [
     "CANDIDATE_REPLAY",
@@ -67,8 +76,12 @@ __all__ = [
 ]
 
 
+#: folders never searched for sources (build output and Lake's package checkouts)
+_SKIPPED_FOLDERS = frozenset({"_build", "build", "lake-packages", "node_modules"})
+
+
 def collect_files(paths: Iterable[Path]) -> list[Path]:
-    """Expand files, directories and ``_CoqProject`` files into ``.v`` files."""
+    """Expand files, directories and ``_CoqProject`` files into ``.v`` and ``.lean`` files."""
     files: list[Path] = []
     for path in paths:
         if not path.exists():
@@ -78,13 +91,19 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
         elif path.is_dir():
             files.extend(
                 p
-                for p in sorted(path.rglob("*.v"))
-                if not any(part.startswith(".") for part in p.relative_to(path).parts)
+                for p in sorted(path.rglob("*"))
+                if p.suffix in SOURCE_SUFFIXES
+                and p.is_file()
+                and not any(
+                    part.startswith(".") or part in _SKIPPED_FOLDERS
+                    for part in p.relative_to(path).parts[:-1]
+                )
+                and not p.name.startswith(".")
             )
-        elif path.suffix == ".v":
+        elif path.suffix in SOURCE_SUFFIXES:
             files.append(path)
         else:
-            raise PathNotFound(f"{path} is not a .v file, a directory or a _CoqProject")
+            raise PathNotFound(f"{path} is not a .v or .lean file, a directory or a _CoqProject")
     return list(dict.fromkeys(p.resolve() for p in files))
 
 
@@ -106,11 +125,11 @@ async def fill(
         strategies = default_strategies(ledger, options.orch.profile)
     report = FillReport()
     started = time.monotonic()
-    scanned: list[tuple[Path, str | None, list[CoqHole], str]] = []
+    scanned: list[tuple[Path, str | None, list[Hole], str]] = []
     for path in files:
         try:
             content = path.read_text(encoding="utf-8")
-            scanned.append((path, content, scan_coq_text(path, content), ""))
+            scanned.append((path, content, scan_text(path, content), ""))
         except (OSError, UnicodeDecodeError, OrchError) as exc:
             scanned.append((path, None, [], str(exc)))
     if on_files is not None:
@@ -120,9 +139,7 @@ async def fill(
     governor = governor or CpuGovernor(
         options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
     )
-    version_probe = CoqProver(settings=options.coq)
-    report.prover_version = await version_probe.version()
-    await version_probe.aclose()
+    report.prover_version = await _versions(files, options)
     report.run_id = ledger.start_run(
         options.command,
         {
@@ -137,7 +154,7 @@ async def fill(
     )
     run = GoalRun(ledger, options, strategies, report, governor, on_goal)
     run.on_write = on_write
-    tools: dict[tuple[str, ...], ProjectTools] = {}
+    tools: dict[tuple[str, ...], Tools] = {}
     status = "finished"
     try:
         async with asyncio.TaskGroup() as group:
@@ -167,10 +184,40 @@ async def fill(
     return report
 
 
+async def _versions(files: Sequence[Path], options: FillOptions) -> str:
+    """The provers' versions, for the languages among ``files``."""
+    languages = {language_of(p) for p in files}
+    versions: list[str] = []
+    if "coq" in languages or not languages:
+        probe = CoqProver(settings=options.coq)
+        versions.append(await probe.version())
+        await probe.aclose()
+    if "lean" in languages:
+        toolchains = sorted(
+            {LeanProject.for_file(p).toolchain for p in files if p.suffix == ".lean"}
+        )
+        versions.append("lean " + (", ".join(t for t in toolchains if t) or "(no lean-toolchain)"))
+    return "; ".join(versions)
+
+
+def _tools_for(path: Path, run: GoalRun, tools: dict[tuple[str, ...], Tools]) -> Tools:
+    """The prover and verifier of ``path``'s project, made once per project."""
+    if language_of(path) == "lean":
+        lean = LeanProject.for_file(path)
+        key = ("lean", str(lean.root))
+        if key not in tools:
+            tools[key] = LeanTools(lean, run.options, run.governor)
+        return tools[key]
+    project = project_for(path)
+    if project.flags not in tools:
+        tools[project.flags] = ProjectTools(project, run.options, run.governor)
+    return tools[project.flags]
+
+
 async def _plan(
     run: GoalRun,
-    scanned: list[tuple[Path, str | None, list[CoqHole], str]],
-    tools: dict[tuple[str, ...], ProjectTools],
+    scanned: list[tuple[Path, str | None, list[Hole], str]],
+    tools: dict[tuple[str, ...], Tools],
     sessions: int,
 ) -> None:
     """Check that each file compiles, and queue its goals."""
@@ -182,19 +229,21 @@ async def _plan(
         if not holes:
             report.files.append(FileReport(path, FileStatus.DONE))
             continue
-        project = project_for(path)
-        project_tools = tools.get(project.flags)
-        if project_tools is None:
-            project_tools = tools[project.flags] = ProjectTools(project, run.options, run.governor)
+        project_tools = _tools_for(path, run, tools)
         file_report = FileReport(path, FileStatus.INTERRUPTED)
         report.files.append(file_report)
-        async with run.governor.slot():
-            compiles, output = await project_tools.verifier.compiles(path, text)
+        try:
+            async with run.governor.slot():
+                compiles, output = await project_tools.verifier.compiles(path, text)
+            status, why = FileStatus.DOES_NOT_COMPILE, "file does not compile"
+        except ProverNotFound as exc:
+            compiles, output = False, str(exc)
+            status, why = FileStatus.NO_PROVER, "prover not installed"
         if not compiles:
-            file_report.status = FileStatus.DOES_NOT_COMPILE
+            file_report.status = status
             file_report.message = output.strip()[-1500:]
             for hole in holes:
-                goal_report = GoalReport(hole.goal, Outcome.ERROR, message="file does not compile")
+                goal_report = GoalReport(hole.goal, Outcome.ERROR, message=why)
                 file_report.goals.append(goal_report)
                 if run.on_goal:
                     run.on_goal(goal_report)
@@ -205,5 +254,6 @@ async def _plan(
             file_report.goals.append(goal_report)
             goal_id = run.ledger.upsert_goal(hole.goal)
             failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)
-            item = GoalItem(hole, state, goal_id, goal_report, run.budgets_for(failed))
+            budgets = run.budgets_for(failed, hole.goal.language)
+            item = GoalItem(hole, state, goal_id, goal_report, budgets)
             run.enqueue(item, failures, first_seen)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .config import Settings
 from .goals import Budget, Goal, Outcome
-from .project.coq_holes import CoqHole
+from .project.holes import Hole
 from .provers.coq import CoqSettings
 
 __all__ = [
@@ -42,6 +42,8 @@ class FileStatus(enum.StrEnum):
     UNREADABLE = "unreadable"
     #: the run was interrupted while this file was in progress
     INTERRUPTED = "interrupted"
+    #: the prover this file needs (Coq or Lean) is not installed; skipped
+    NO_PROVER = "no_prover"
 
 
 @dataclass(slots=True)
@@ -105,7 +107,7 @@ class FillOptions:
 
 GoalCallback = Callable[[GoalReport], None]
 #: a hole, its report and its ledger goal id
-Candidate = tuple[CoqHole, GoalReport, int]
+Candidate = tuple[Hole, GoalReport, int]
 
 
 def summarize(report: FillReport) -> dict[str, object]:

@@ -9,20 +9,26 @@ import random
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from .checking import replay_script, verify_candidates
 from .coqscript import check_script
 from .errors import FileChangedError, ProverError, ScriptRejected
 from .goals import Budget, Outcome
+from .leanscript import check_lean_script
 from .ledger import Ledger
-from .project.coq_holes import CoqHole
+from .project import coq_holes, lean_holes
 from .project.coqproject import CoqProject
+from .project.holes import Hole
+from .project.lean_holes import LeanHole
 from .project.patch import Patch, apply_patches, write_atomic
 from .provers.coq import CoqProver, PrefixError
 from .provers.coq_verify import CoqVerifier
+from .provers.lean import LeanProject, LeanProver, LeanSettings, LeanVerifier
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -39,6 +45,7 @@ from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import race
 from .scheduler.queue import GoalQueue, priority
 from .strategies.base import Strategy, StrategyResult
+from .strategies.lean_tactics import LeanQuickStrategy
 from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 
 __all__ = [
@@ -46,7 +53,9 @@ __all__ = [
     "FileState",
     "GoalItem",
     "GoalRun",
+    "LeanTools",
     "ProjectTools",
+    "Tools",
     "default_strategies",
 ]
 
@@ -64,7 +73,17 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
     they run the same quick strategies as profile 0.
     """
     del profile  # every strategy that exists today belongs to profile 0
-    return [MicroStrategy(), InductionStrategy(), CachedStrategy(ledger.popular_scripts())]
+    return [
+        MicroStrategy(),
+        InductionStrategy(),
+        CachedStrategy(ledger.popular_scripts()),
+        LeanQuickStrategy(),
+    ]
+
+
+def language_of_strategy(strategy: Strategy) -> str:
+    """The language whose goals a strategy works on (Coq unless it says otherwise)."""
+    return str(getattr(strategy, "language", "coq"))
 
 
 def _mentions(text: str, name: str) -> int:
@@ -74,6 +93,8 @@ def _mentions(text: str, name: str) -> int:
 
 class ProjectTools:
     """One prover and one verifier per Coq project (per set of flags)."""
+
+    language = "coq"
 
     def __init__(self, project: CoqProject, options: FillOptions, governor: CpuGovernor) -> None:
         cwd = str(project.root)
@@ -86,16 +107,68 @@ class ProjectTools:
         self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
         self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
 
+    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, coq_holes.CoqHole):
+            raise TypeError("a Coq project got a hole of another language")
+        return self.prover.session(hole.goal, text, hole.prefix_end)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return set(coq_holes.declared_axioms(text))
+
     async def aclose(self) -> None:
         await self.prover.aclose()
         await self.verifier.aclose()
+
+
+class LeanTools:
+    """One REPL pool and one verifier per Lean project."""
+
+    language = "lean"
+
+    def __init__(
+        self,
+        project: LeanProject,
+        options: FillOptions,
+        governor: CpuGovernor,
+        settings: LeanSettings | None = None,
+    ) -> None:
+        settings = settings or LeanSettings(
+            max_idle=options.orch.max_light + options.orch.max_heavy
+        )
+        self.prover = LeanProver(project, settings, throttle=governor.gate)
+        self.verifier = LeanVerifier(project, settings)
+
+    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, LeanHole):
+            raise TypeError("a Lean project got a hole of another language")
+        return self.prover.session(hole, text)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_lean_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return lean_holes.declared_axioms(text)
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+Tools = ProjectTools | LeanTools
 
 
 @dataclass(slots=True)
 class FileState:
     path: Path
     text: str
-    tools: ProjectTools
+    tools: Tools
     report: FileReport
     pending: int
     candidates: list[Candidate] = field(default_factory=list)
@@ -103,7 +176,7 @@ class FileState:
 
 @dataclass(slots=True)
 class GoalItem:
-    hole: CoqHole
+    hole: Hole
     file: FileState
     goal_id: int
     report: GoalReport
@@ -149,11 +222,16 @@ class GoalRun:
 
     # -- planning --------------------------------------------------------------
 
-    def budgets_for(self, failed: dict[str, float]) -> dict[str, float]:
-        """Each strategy's budget: the base, doubled past every budget it already failed at."""
+    def budgets_for(self, failed: dict[str, float], language: str = "coq") -> dict[str, float]:
+        """Each strategy's budget: the base, doubled past every budget it already failed at.
+
+        Only strategies for ``language`` get one.
+        """
         base = self.options.budget.cpu_seconds
         budgets: dict[str, float] = {}
-        for name in self.strategies:
+        for name, strategy in self.strategies.items():
+            if language_of_strategy(strategy) != language:
+                continue
             budget = base
             while budget <= failed.get(name, 0.0):
                 budget *= 2
@@ -228,7 +306,7 @@ class GoalRun:
         if outcome.winner is not None:
             result = outcome.results[outcome.winner]
             try:
-                sentences = check_script(result.sentences)
+                sentences = item.file.tools.gate(result.sentences)
             except ScriptRejected as exc:
                 item.report.outcome = Outcome.REJECTED
                 item.report.message = str(exc)
@@ -281,9 +359,7 @@ class GoalRun:
             if heavy is not None:
                 await heavy.acquire()
             try:
-                async with item.file.tools.prover.session(
-                    goal, item.file.text, item.hole.prefix_end
-                ) as session:
+                async with item.file.tools.open_session(item.hole, item.file.text) as session:
                     try:
                         result = await strategy.prove(session, goal, budget)
                     except asyncio.CancelledError:
@@ -359,7 +435,10 @@ class GoalRun:
                 continue
             async with self.governor.slot():
                 replayed = await replay_script(
-                    item.hole, item.file.text, item.file.tools.prover, known, self.options.budget
+                    item.hole,
+                    item.file.tools.open_session(item.hole, item.file.text),
+                    known,
+                    self.options.budget,
                 )
             if replayed is not None:
                 replayed.strategy = source
@@ -388,6 +467,7 @@ class GoalRun:
             state.text,
             state.candidates,
             state.tools.verifier,
+            state.tools.declared_axioms(state.text),
             self.ledger,
             self.run_id,
             self.report.prover_version,

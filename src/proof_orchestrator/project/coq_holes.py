@@ -11,10 +11,11 @@ and for the goal's context.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..coqscript import format_script
 from ..coqsyntax import Sentence, sentence_keyword, split_sentences
 from ..goals import Goal, HoleKind, fingerprint_of
 
@@ -77,6 +78,11 @@ class CoqHole:
     proof_opener: str
     #: leading whitespace of the statement's first line
     indent: str
+
+    def replacement(self, sentences: Sequence[str]) -> str:
+        """The text that replaces the proof span: the opener, the script, ``Qed.``."""
+        body = format_script(sentences, self.indent + "  ")
+        return f"{self.proof_opener}\n{body}\n{self.indent}Qed."
 
 
 def _strip_modifiers(code: str) -> str:

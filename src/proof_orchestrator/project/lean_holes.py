@@ -120,6 +120,10 @@ class LeanHole:
     def prefix_end(self) -> int:
         return self.decl_start
 
+    @property
+    def statement_start(self) -> int:
+        return self.decl_start
+
     def replacement(self, sentences: Sequence[str]) -> str:
         return splice_text(sentences, self.tactic_mode, self.column, self.line_indent)
 

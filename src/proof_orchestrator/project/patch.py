@@ -16,22 +16,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..coqscript import format_script
 from ..errors import FileChangedError
 from .coq_holes import CoqHole
+from .lean_holes import LeanHole
 
 __all__ = ["Patch", "apply_patches", "write_atomic"]
 
 
 @dataclass(frozen=True, slots=True)
 class Patch:
-    hole: CoqHole
+    hole: CoqHole | LeanHole
     sentences: tuple[str, ...]
 
     def replacement(self) -> str:
-        indent = self.hole.indent
-        body = format_script(self.sentences, indent + "  ")
-        return f"{self.hole.proof_opener}\n{body}\n{indent}Qed."
+        return self.hole.replacement(self.sentences)
 
 
 def apply_patches(text: str, patches: Sequence[Patch]) -> str:

@@ -42,7 +42,8 @@ from ..errors import (
     ProverRequestError,
 )
 from ..goals import Goal
-from ..project.lean_holes import LeanHole, command_spans, declared_axioms, scan_lean_text
+from ..project.lean_holes import LeanHole, command_spans, scan_lean_text
+from ..project.lean_holes import declared_axioms as lean_declared_axioms
 from .base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
 from .lean_repl import LeanRepl, TacticReply
 from .process import run_command
@@ -498,7 +499,7 @@ class LeanVerifier:
         original: str,
         patched: str,
         goals: Sequence[Goal],
-        axioms: set[str] | None = None,
+        declared_axioms: frozenset[str] = frozenset(),
     ) -> VerificationResult:
         holes = {h.goal.fingerprint: h for h in scan_lean_text(path, original)}
         chosen = [holes[g.fingerprint] for g in goals if g.fingerprint in holes]
@@ -514,7 +515,7 @@ class LeanVerifier:
                 cpu_seconds=after.cpu_seconds,
                 error_line=line,
             )
-        allowed = set(STANDARD_AXIOMS) | (axioms or set()) | declared_axioms(original)
+        allowed = set(STANDARD_AXIOMS) | declared_axioms | lean_declared_axioms(original)
         filled: dict[int, int] = {}
         for hole in chosen:
             filled[hole.decl_start] = filled.get(hole.decl_start, 0) + 1

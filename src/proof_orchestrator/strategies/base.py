@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..goals import Budget, Goal, Outcome
-from ..provers.coq import CoqSession
 
 __all__ = ["Strategy", "StrategyResult"]
 
@@ -28,9 +27,17 @@ class StrategyResult:
 
 
 class Strategy(Protocol):
+    """A way of proving goals of one language.
+
+    A strategy may say ``language = "lean"``; without it, it works on Coq
+    goals. ``prove`` receives a session of that language's prover
+    (:class:`~proof_orchestrator.provers.coq.CoqSession` or
+    :class:`~proof_orchestrator.provers.lean.LeanSession`).
+    """
+
     #: a short stable name, used in the ledger and in reports
     name: str
     #: "light" (quick tactics) or "heavy" (search, hammer): which slots it uses
     weight: str
 
-    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult: ...
+    async def prove(self, session: Any, goal: Goal, budget: Budget) -> StrategyResult: ...
