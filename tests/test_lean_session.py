@@ -14,6 +14,7 @@ from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.provers.lean import LeanGoalError, LeanProject, LeanProver, LeanSettings
 from proof_orchestrator.strategies.lean_tactics import (
     LeanQuickStrategy,
+    forall_names,
     goal_variables,
     suggestions,
 )
@@ -177,3 +178,7 @@ def test_suggestions_from_recorded_messages() -> None:
 def test_goal_variables() -> None:
     goal = "x : ℕ\nxs ys : List α\nh : x = 1\nn✝ : ℕ\n⊢ x = x"
     assert goal_variables(goal) == ["x", "xs", "ys"]
+    assert forall_names("⊢ ∀ (n m : Nat), n + m = m + n") == ["n", "m"]
+    assert forall_names("⊢ ∀ n m : Nat, n + m = m + n") == ["n", "m"]
+    assert forall_names("⊢ ∀ {α : Type} (l : List α), l ++ [] = l") == ["α", "l"]
+    assert forall_names("h : p\n⊢ p ∧ p") == []

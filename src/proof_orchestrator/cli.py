@@ -35,6 +35,7 @@ from .dashboard.report import render_html, render_markdown
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from .goals import Budget, Outcome
+from .lean_setup import LeanSetupError, setup_repl
 from .ledger import Ledger, default_ledger_url
 from .pipeline import FileStatus, FillOptions, FillReport, GoalReport, collect_files, fill
 from .project.coqproject import project_for
@@ -655,6 +656,31 @@ def doctor_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
         out.print(table)
     if any(c.need == "required" and not c.found for c in checks):
         raise typer.Exit(1)
+
+
+lean_app = typer.Typer(help="Lean 4 projects: prepare the REPL that orch talks to.")
+app.add_typer(lean_app, name="lean")
+
+
+@lean_app.command("setup")
+def lean_setup_command(
+    project: Annotated[
+        Path, typer.Argument(help="the Lean project folder (with lean-toolchain)")
+    ] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="clone and build again")] = False,
+) -> None:
+    """Build leanprover-community/repl for the project's toolchain and record where it is.
+
+    Clones the REPL tag that matches `lean-toolchain` into ~/.cache/orch/lean-repl,
+    runs `lake build` there, and records the binary. ORCH_LEAN_REPL overrides it.
+    """
+    try:
+        result = setup_repl(project, force=force)
+    except LeanSetupError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    verb = "built" if result.built else "already built"
+    out.print(f"Lean REPL for {result.toolchain}: {verb} at {result.binary}")
+    out.print("Next: orch fill <your project folder>")
 
 
 def main() -> None:  # pragma: no cover - console entry point

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+
+from .provers.lean import registry_path
 
 __all__ = ["Check", "run_checks"]
 
@@ -43,6 +46,24 @@ def _tool(name: str, argv: list[str], need: str, hint: str) -> Check:
     return Check(name, True, _version([path, *argv[1:]]), path, need)
 
 
+def _lean_repl() -> Check:
+    """The Lean REPL: ``ORCH_LEAN_REPL``, the builds ``orch lean setup`` recorded, or ``repl``."""
+    if os.environ.get("ORCH_LEAN_REPL"):
+        return Check(
+            "lean-repl", True, "", f"ORCH_LEAN_REPL={os.environ['ORCH_LEAN_REPL']}", "optional"
+        )
+    try:
+        recorded = json.loads(registry_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        recorded = {}
+    builds = [f"{toolchain}: {path}" for toolchain, path in recorded.items() if Path(path).exists()]
+    if builds:
+        return Check("lean-repl", True, "", "; ".join(builds), "optional")
+    if path := shutil.which("repl"):
+        return Check("lean-repl", True, "", path, "optional")
+    return Check("lean-repl", False, "", "run `orch lean setup` in a Lean project", "optional")
+
+
 def run_checks() -> list[Check]:
     checks = [
         _tool("coqtop", ["coqtop", "--version"], "required", "apt-get install coq"),
@@ -53,8 +74,9 @@ def run_checks() -> list[Check]:
         _tool("cvc4", ["cvc4", "--version"], "optional", "apt-get install cvc4 (hammer ATP)"),
         _tool("z3", ["z3", "--version"], "optional", "apt-get install z3 (hammer ATP)"),
         _tool("vampire", ["vampire", "--version"], "optional", "not packaged in Debian"),
-        _tool("lean", ["lean", "--version"], "optional", "Lean 4 (elan); not installable here"),
-        _tool("lake", ["lake", "--version"], "optional", "Lean 4 (elan); not installable here"),
+        _tool("lean", ["lean", "--version"], "optional", "Lean 4: install elan"),
+        _tool("lake", ["lake", "--version"], "optional", "Lean 4: install elan"),
+        _lean_repl(),
     ]
     hammer_plugin = any(
         (Path(root) / "Hammer").is_dir()

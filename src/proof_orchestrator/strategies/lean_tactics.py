@@ -30,6 +30,7 @@ __all__ = [
     "MATHLIB_TACTICS",
     "PER_VARIABLE_TACTICS",
     "LeanQuickStrategy",
+    "forall_names",
     "goal_variables",
     "suggestions",
 ]
@@ -88,6 +89,22 @@ def goal_variables(goal_text: str) -> list[str]:
     return names
 
 
+_FORALL = re.compile(r"^∀\s*(?P<binders>.*?),", re.S)
+
+
+def forall_names(goal_text: str) -> list[str]:
+    """Names bound by the leading ``∀`` of the goal's conclusion (``∀ (n m : Nat) {x}, ...``)."""
+    conclusion = goal_text.split("⊢", 1)[-1].strip()
+    match = _FORALL.match(conclusion)
+    if match is None:
+        return []
+    binders = match.group("binders")
+    names: list[str] = []
+    for group in re.findall(r"[({\[]([^(){}\[\]]*?)\s*:", binders) or [binders.split(":")[0]]:
+        names.extend(n for n in group.split() if re.fullmatch(r"[^\W\d][\w']*", n))
+    return names
+
+
 def suggestions(message: str) -> list[str]:
     """The scripts a ``Try this:`` message offers, best first.
 
@@ -127,8 +144,11 @@ class LeanQuickStrategy:
             tactics += MATHLIB_TACTICS
         if session.prover.project.depends_on("LeanCopilot") or "LeanCopilot" in header:
             tactics += COPILOT_TACTICS
-        for variable in goal_variables(session.goal_text)[: self.max_variables]:
-            tactics += [t.replace("{v}", variable) for t in PER_VARIABLE_TACTICS]
+        bound = forall_names(session.goal_text)
+        prefix = f"intro {' '.join(bound)}; " if bound else ""
+        variables = [*goal_variables(session.goal_text), *bound]
+        for variable in variables[: self.max_variables]:
+            tactics += [prefix + t.replace("{v}", variable) for t in PER_VARIABLE_TACTICS]
         return list(dict.fromkeys(tactics))
 
     async def prove(self, session: LeanSession, goal: Goal, budget: Budget) -> StrategyResult:
