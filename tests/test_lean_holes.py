@@ -172,3 +172,21 @@ def test_scanner_positions_match_the_real_repl() -> None:
         assert set(positions) <= set(mine), command
         if not errors:  # (``all_goals sorry`` is one written sorry for several goals)
             assert set(mine) == set(positions), command
+
+
+def test_the_lean_bank_scans_like_its_index() -> None:
+    """Every id of the bank's index is a hole of the Lean bank, with the same name."""
+    from .conftest import BANK
+
+    ids = {
+        line.split("\t")[0]
+        for line in (BANK / "index.tsv").read_text(encoding="utf-8").splitlines()[1:]
+        if line.strip()
+    }
+    names = {
+        hole.goal.name
+        for path in sorted((BANK / "lean").glob("*.lean"))
+        for hole in scan_lean_text(path, path.read_text(encoding="utf-8"))
+    }
+    assert names == ids
+    assert len(names) == 135
