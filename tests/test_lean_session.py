@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import resource
 import sys
 from pathlib import Path
 
@@ -182,3 +184,25 @@ def test_goal_variables() -> None:
     assert forall_names("⊢ ∀ n m : Nat, n + m = m + n") == ["n", "m"]
     assert forall_names("⊢ ∀ {α : Type} (l : List α), l ++ [] = l") == ["α", "l"]
     assert forall_names("h : p\n⊢ p ∧ p") == []
+
+
+async def test_repls_are_recycled_and_memory_capped(tmp_path: Path) -> None:
+    text = "import Mathlib\n\ntheorem test : 0 < 1 := by sorry\n"
+    path = tmp_path / "Pos.lean"
+    path.write_text(text, encoding="utf-8")
+    (hole,) = scan_lean_text(path, text)
+    prover, log = prover_for(tmp_path, "mathlib/exact.in")
+    prover.settings = dataclasses.replace(prover.settings, max_requests=2, memory_mb=3000)
+    pids = []
+    try:
+        for _ in range(2):
+            async with prover.session(hole, text) as session:
+                pid = session.warm.repl.pid
+                assert pid is not None
+                pids.append(pid)
+                assert resource.prlimit(pid, resource.RLIMIT_AS)[0] == 3000 * 1024**2
+    finally:
+        await prover.aclose()
+    # each REPL served its two requests (header, declaration) and was replaced
+    assert pids[0] != pids[1]
+    assert sent(log).count({"cmd": "import Mathlib"}) == 2

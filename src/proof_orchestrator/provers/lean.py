@@ -35,6 +35,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from ..errors import (
     ProverError,
     ProverHung,
@@ -89,7 +91,7 @@ class LeanSettings:
     rss_cap: int = 12 * 1024**3
     #: idle REPLs kept per import header
     max_idle: int = 2
-    #: address-space cap of one REPL, MiB (None: no cap; Lean reserves large address ranges)
+    #: address-space cap of one REPL, MiB (None: three quarters of the machine's memory)
     memory_mb: int | None = None
 
 
@@ -207,7 +209,11 @@ class LeanProver:
         return find_repl(self.project, self.settings)
 
     async def _start(self) -> _Warm:
-        memory = self.settings.memory_mb * 1024**2 if self.settings.memory_mb else 2**62
+        memory = (
+            self.settings.memory_mb * 1024**2
+            if self.settings.memory_mb
+            else int(psutil.virtual_memory().total * 0.75)
+        )
         repl = LeanRepl(self.argv(), cwd=str(self.project.root), memory_bytes=memory)
         await repl.start()
         self._generation += 1
