@@ -262,3 +262,19 @@ async def test_requests_with_a_blank_line_are_refused_before_sending() -> None:
         reply = await repl.request({"cmd": "def a := 1\n\ndef b := 2"}, timeout=5)
         assert reply["message"].startswith("replay: no recorded reply")
         assert repl.alive
+
+
+async def test_file_mode_lists_tactics() -> None:
+    async with LeanRepl(replay_argv("core/file.in", "core/file_env.in")) as repl:
+        reply = await repl.file("test/file.lean", all_tactics=True, timeout=10)
+        assert [t["tactic"] for t in reply.tactics] == ["exact rfl"]
+        assert reply.tactics[0]["goals"] == "⊢ f + g = 39"
+        base = await repl.command("def f : Nat := 1", timeout=10)
+        after = await repl.command(
+            "theorem demo (a b: Nat): a + b = b + a := by rw [Nat.add_comm]", base.env, timeout=10
+        )
+        continued = await repl.file("test/file_env.lean", after.env, timeout=10)
+        assert [m.data for m in continued.messages] == [
+            "demo (a b : Nat) : a + b = b + a",
+            "f : Nat",
+        ]

@@ -419,6 +419,17 @@ class LeanRepl:
         payload.update(options)
         return parse_command_reply(await self.request(payload, timeout=timeout))
 
+    async def file(
+        self, path: str, env: int | None = None, *, all_tactics: bool = False, timeout: float
+    ) -> CommandReply:
+        """Elaborate a whole file (REPL file mode); ``all_tactics`` also lists every tactic."""
+        payload: dict[str, Any] = {"path": path}
+        if env is not None:
+            payload["env"] = env
+        if all_tactics:
+            payload["allTactics"] = True
+        return parse_command_reply(await self.request(payload, timeout=timeout))
+
     async def tactic(self, tactic: str, proof_state: int, *, timeout: float) -> TacticReply:
         raw = await self.request({"tactic": tactic, "proofState": proof_state}, timeout=timeout)
         return parse_tactic_reply(raw)
