@@ -1,4 +1,8 @@
-"""Tables of the ledger (SQLAlchemy 2 declarative models)."""
+"""Tables of the ledger (SQLAlchemy 2 declarative models).
+
+The schema in a database is made and upgraded by the Alembic migrations in
+``migrations/versions``; a test checks that they and these models agree.
+"""
 
 from __future__ import annotations
 
@@ -61,7 +65,10 @@ class GoalRow(Base):
 
 class Attempt(Base):
     __tablename__ = "attempts"
-    __table_args__ = (Index("ix_attempts_fp_strategy", "fingerprint", "strategy"),)
+    __table_args__ = (
+        Index("ix_attempts_fp_strategy", "fingerprint", "strategy"),
+        Index("ix_attempts_attempt_key", "attempt_key", unique=True),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
@@ -73,12 +80,14 @@ class Attempt(Base):
     outcome: Mapped[str] = mapped_column(String(16))
     tactics_tried: Mapped[int] = mapped_column(Integer, default=0)
     #: the CPU budget the strategy was given (0 when not budgeted, e.g. replays)
-    budget_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    budget_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     wall_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     prover_version: Mapped[str] = mapped_column(String(64), default="")
     message: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: idempotency key of the attempt (a retried write of the same attempt is skipped)
+    attempt_key: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
 
 
 class Proof(Base):

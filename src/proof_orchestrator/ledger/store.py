@@ -15,6 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from alembic import command as alembic_command
+from alembic.config import Config as AlembicConfig
 from sqlalchemy import (
     Connection,
     Engine,
@@ -27,6 +29,8 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -47,18 +51,55 @@ def default_ledger_url(project_root: Path) -> str:
     return f"sqlite:///{project_root / '.orch' / 'ledger.sqlite'}"
 
 
-#: columns added after the first release: (table, column, SQL type and default)
-_ADDED_COLUMNS = (("attempts", "budget_seconds", "FLOAT DEFAULT 0"),)
+_MIGRATIONS = Path(__file__).with_name("migrations")
+#: revisions of ledgers made before migrations existed, told apart by their columns
+_PRE_ALEMBIC = (("budget_seconds", "0002"), ("", "0001"))
+#: any fixed number: the PostgreSQL advisory lock held while migrating
+_MIGRATION_LOCK = 731_905_118
 
 
-def _upgrade(engine: Engine) -> None:
-    """Add the columns a ledger made by an older version lacks (upgrade in place)."""
-    inspector = inspect(engine)
+def migrate(engine: Engine) -> None:
+    """Create or upgrade the schema to the newest revision (in place, in one transaction).
+
+    A ledger made before the migrations existed is stamped with the revision
+    its columns match, then upgraded. On PostgreSQL an advisory lock keeps two
+    nodes that open a new ledger at once from migrating it twice.
+    """
+    config = AlembicConfig()
+    config.set_main_option("script_location", str(_MIGRATIONS))
     with engine.begin() as connection:
-        for table, column, ddl in _ADDED_COLUMNS:
-            present = {c["name"] for c in inspector.get_columns(table)}
-            if column not in present:
-                connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {ddl}"))
+        if connection.dialect.name == "postgresql":
+            connection.execute(text(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})"))
+        config.attributes["connection"] = connection
+        inspector = inspect(connection)
+        tables = set(inspector.get_table_names())
+        if "alembic_version" not in tables and "attempts" in tables:
+            columns = {c["name"] for c in inspector.get_columns("attempts")}
+            stamp = next(rev for column, rev in _PRE_ALEMBIC if not column or column in columns)
+            alembic_command.stamp(config, stamp)
+        alembic_command.upgrade(config, "head")
+
+
+def _dialect_insert(connection: Connection, model: type[Base]) -> Any:
+    """``INSERT`` with the dialect's ``ON CONFLICT`` support (SQLite and PostgreSQL)."""
+    if connection.dialect.name == "postgresql":
+        return postgresql_insert(model)
+    if connection.dialect.name == "sqlite":
+        return sqlite_insert(model)
+    raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {connection.dialect.name}")
+
+
+def _insert_ignore(connection: Connection, model: type[Base], keys: Sequence[str]) -> Any:
+    """``INSERT ... ON CONFLICT (keys) DO NOTHING``: a row another writer made first stays."""
+    return _dialect_insert(connection, model).on_conflict_do_nothing(index_elements=list(keys))
+
+
+def _upsert(
+    connection: Connection, model: type[Base], keys: Sequence[str], changes: dict[str, Any]
+) -> Any:
+    """``INSERT ... ON CONFLICT (keys) DO UPDATE SET changes``, atomic under concurrent writers."""
+    statement = _dialect_insert(connection, model)
+    return statement.on_conflict_do_update(index_elements=list(keys), set_=changes)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -82,8 +123,7 @@ class Ledger:
                 event.listen(engine, "connect", _sqlite_pragmas)
             else:
                 engine = create_engine(url, pool_pre_ping=True)
-            Base.metadata.create_all(engine)
-            _upgrade(engine)
+            migrate(engine)
             with engine.connect() as connection:
                 connection.execute(text("SELECT 1"))
         except (OSError, SQLAlchemyError) as exc:
@@ -139,18 +179,11 @@ class Ledger:
             GoalRow.name == goal.name,
             GoalRow.fingerprint == goal.fingerprint,
         )
+        now = utcnow()
         with self._transaction() as connection:
-            found = connection.execute(select(GoalRow.id).where(*where)).scalar()
-            if found is not None:
-                connection.execute(
-                    update(GoalRow)
-                    .where(GoalRow.id == found)
-                    .values(line=goal.line, updated_at=utcnow())
-                )
-                return int(found)
-            now = utcnow()
-            result = connection.execute(
-                insert(GoalRow).values(
+            # insert unless present, then read the id: safe when several writers race
+            connection.execute(
+                _insert_ignore(connection, GoalRow, ("file", "name", "fingerprint")).values(
                     fingerprint=goal.fingerprint,
                     file=str(goal.file),
                     name=goal.name,
@@ -162,10 +195,13 @@ class Ledger:
                     updated_at=now,
                 )
             )
-            key = result.inserted_primary_key
-            if key is None:
-                raise LedgerError(f"the ledger at {self.url} returned no id for a new goal")
-            return int(key[0])
+            found = connection.execute(select(GoalRow.id).where(*where)).scalar()
+            if found is None:
+                raise LedgerError(f"the ledger at {self.url} returned no id for a goal")
+            connection.execute(
+                update(GoalRow).where(GoalRow.id == found).values(line=goal.line, updated_at=now)
+            )
+            return int(found)
 
     def set_goal_status(self, goal_id: int, status: str) -> None:
         with self._session() as s:
@@ -192,8 +228,13 @@ class Ledger:
         prover_version: str = "",
         message: str = "",
         arm: tuple[str, ArmStats] | None = None,
-    ) -> None:
-        """Record one attempt (and, with ``arm=(goal_class, stats)``, the bandit arm) at once."""
+        attempt_key: str | None = None,
+    ) -> bool:
+        """Record one attempt (and, with ``arm=(goal_class, stats)``, the bandit arm) at once.
+
+        With an ``attempt_key``, writing the same attempt again is a no-op: the
+        method returns False and leaves the bandit arm alone.
+        """
         values = {
             "run_id": run_id,
             "goal_id": goal_id,
@@ -208,11 +249,18 @@ class Ledger:
             "prover_version": prover_version,
             "message": message[:4000],
             "created_at": utcnow(),
+            "attempt_key": attempt_key,
         }
         with self._transaction() as connection:
-            connection.execute(insert(Attempt), values)
-            if arm is not None:
+            statement = (
+                _insert_ignore(connection, Attempt, ("attempt_key",))
+                if attempt_key is not None
+                else insert(Attempt)
+            )
+            written = connection.execute(statement, values).rowcount != 0
+            if written and arm is not None:
                 self._write_arm(connection, arm[0], strategy, arm[1])
+            return written
 
     @contextmanager
     def _transaction(self) -> Iterator[Connection]:
@@ -231,15 +279,11 @@ class Ledger:
             "cpu_seconds": arm.cpu_seconds,
             "reward": arm.reward,
         }
-        updated = connection.execute(
-            update(BanditArm)
-            .where(BanditArm.goal_class == goal_class, BanditArm.strategy == strategy)
-            .values(**values)
-        )
-        if updated.rowcount == 0:
-            connection.execute(
-                insert(BanditArm), {"goal_class": goal_class, "strategy": strategy, **values}
+        connection.execute(
+            _upsert(connection, BanditArm, ("goal_class", "strategy"), values).values(
+                goal_class=goal_class, strategy=strategy, **values
             )
+        )
 
     def history(self, fingerprint: str) -> tuple[int, datetime | None, dict[str, float]]:
         """(failed attempts, first attempt time, largest failed budget per strategy)."""
@@ -340,17 +384,14 @@ class Ledger:
                     verified_at=now,
                 )
             )
-            cached = connection.execute(
-                update(TacticCache)
-                .where(TacticCache.fingerprint == fingerprint, TacticCache.tactic == key)
-                .values(successes=TacticCache.successes + 1, last_used=now)
+            connection.execute(
+                _upsert(
+                    connection,
+                    TacticCache,
+                    ("fingerprint", "tactic"),
+                    {"successes": TacticCache.successes + 1, "last_used": now},
+                ).values(fingerprint=fingerprint, tactic=key, successes=1, last_used=now)
             )
-            if cached.rowcount == 0:
-                connection.execute(
-                    insert(TacticCache).values(
-                        fingerprint=fingerprint, tactic=key, successes=1, last_used=now
-                    )
-                )
             connection.execute(
                 update(GoalRow).where(GoalRow.id == goal_id).values(status="proved", updated_at=now)
             )
