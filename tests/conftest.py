@@ -11,6 +11,8 @@ import pytest
 
 from proof_orchestrator.ledger import Ledger
 
+from .postgres import fresh_database, postgres_server
+
 REPO = Path(__file__).resolve().parent.parent
 BANK = REPO / "bench" / "bank"
 
@@ -35,6 +37,22 @@ def write_v(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url() -> Iterator[str]:
+    """A PostgreSQL server on loopback for the whole test session (skipped if not installed)."""
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh ledger URL on each backend the ledger supports."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'ledger.sqlite'}"
+    server: str = request.getfixturevalue("postgres_server_url")
+    return fresh_database(server)
 
 
 @pytest.fixture
