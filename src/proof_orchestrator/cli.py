@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import json
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -108,6 +110,13 @@ ProverMemory = Annotated[
 ]
 MemoryBudget = Annotated[
     int | None, typer.Option(help="memory of all provers, MiB [ORCH_MEMORY_BUDGET_MB]")
+]
+ExecutorOpt = Annotated[
+    str | None, typer.Option(help="where attempts run: local or ray [ORCH_EXECUTOR, local]")
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(help="Ray cluster: auto, HOST:PORT, or empty for a local one [ORCH_RAY_ADDRESS]"),
 ]
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
@@ -275,6 +284,8 @@ def fill_command(
     profile: Profile = None,
     seed: Seed = None,
     bandit: BanditOpt = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddress = None,
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
@@ -291,7 +302,8 @@ def fill_command(
     ledger = _open_ledger(db, paths[0])
     try:
         tracker = _Tracker("fill")
-        with tracker.live():
+        # stdout carries only the result (libraries such as Ray print worker notices there)
+        with tracker.live(), contextlib.redirect_stdout(sys.stderr):
             report = _run(
                 fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files)
             )
@@ -333,6 +345,8 @@ def bank_command(
     profile: Profile = None,
     seed: Seed = None,
     bandit: BanditOpt = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddress = None,
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
@@ -428,6 +442,8 @@ def bg_command(
     profile: Profile = None,
     seed: Seed = None,
     bandit: BanditOpt = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddress = None,
     portfolio: Portfolio = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,

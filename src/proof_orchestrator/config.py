@@ -50,6 +50,10 @@ class Settings:
     prover_memory_mb: int = 4096
     #: resident memory all prover processes together may use (MiB)
     memory_budget_mb: int = 8192
+    #: where attempts run: "local" (this process) or "ray" (a Ray cluster)
+    executor: str = "local"
+    #: the Ray cluster: "auto", "HOST:PORT", or "" to start a local one
+    ray_address: str = ""
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:
@@ -59,6 +63,8 @@ class Settings:
                 raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.profile not in (0, 1, 2):
             raise ConfigError(f"profile must be 0, 1 or 2, got {self.profile}")
+        if self.executor not in ("local", "ray"):
+            raise ConfigError(f"executor must be 'local' or 'ray', got {self.executor!r}")
         if self.bandit not in ("thompson", "ucb1"):
             raise ConfigError(f"bandit must be 'thompson' or 'ucb1', got {self.bandit!r}")
         for name in ("budget", "budget_cap", "tactic_timeout"):

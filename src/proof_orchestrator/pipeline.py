@@ -28,11 +28,13 @@ ledger do.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .errors import OrchError, PathNotFound, ProverNotFound
+from .executors import RayExecutor
 from .goals import Outcome
 from .ledger import Ledger
 from .project.coqproject import load_coqproject, project_for
@@ -156,7 +158,12 @@ async def fill(
     run.on_write = on_write
     tools: dict[tuple[str, ...], Tools] = {}
     status = "finished"
+    executor: RayExecutor | None = None
     try:
+        if options.orch.executor == "ray":
+            executor = RayExecutor(options, options.orch.ray_address)
+            await executor.start()
+            run.executor = executor
         async with asyncio.TaskGroup() as group:
             sampler = group.create_task(governor.run(), name="cpu-governor")
             try:
@@ -171,11 +178,18 @@ async def fill(
         report.interrupted = True
         raise
     finally:
+        if executor is not None:
+            with contextlib.suppress(Exception):
+                report.worker_stats = await executor.worker_stats()
+            await executor.aclose()
         for project_tools in tools.values():
             await project_tools.aclose()
         report.wall_seconds = time.monotonic() - started
         summary = summarize(report)
         summary["cpu_target"] = options.orch.cpu_target
+        summary["executor"] = options.orch.executor
+        if report.worker_stats:
+            summary["workers"] = report.worker_stats
         summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
         summary["prover_rss_mb"] = [
             [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace

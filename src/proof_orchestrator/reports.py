@@ -6,6 +6,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import Settings
 from .goals import Budget, Goal, Outcome
@@ -75,6 +76,8 @@ class FillReport:
     wall_seconds: float = 0.0
     interrupted: bool = False
     prover_version: str = ""
+    #: per remote worker (Ray executor): pid, attempts served, CPU of its process tree
+    worker_stats: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def goals(self) -> list[GoalReport]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import difflib
 import random
@@ -18,6 +19,7 @@ from typing import Any
 from .checking import replay_script, verify_candidates
 from .coqscript import check_script
 from .errors import FileChangedError, ProverError, ScriptRejected
+from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
 from .leanscript import check_lean_script
 from .ledger import Ledger
@@ -213,6 +215,11 @@ class GoalRun:
         self.heavy = asyncio.Semaphore(options.orch.max_heavy)
         #: told about every file this run writes (``orch bg`` ignores its own writes)
         self.on_write: Callable[[Path, str], None] | None = None
+        #: where attempts run (None: in this process, with the file's project tools)
+        self.executor: RayExecutor | None = None
+        #: scripts of the ``cached`` strategy, for executors that build their own strategies
+        self.popular = tuple(ledger.popular_scripts())
+        self._attempts = 0
 
     @property
     def run_id(self) -> int:
@@ -354,27 +361,35 @@ class GoalRun:
         goal = item.hole.goal
         started = time.monotonic()
         result: StrategyResult
-        async with self.governor.slot():
+        key = self.attempt_key(item, name)
+
+        def cancelled(cpu: float) -> None:
+            spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - started)
+            self.record(
+                item, name, Outcome.CANCELLED, spent, "", budget.cpu_seconds, attempt_key=key
+            )
+            item.report.cpu_seconds += cpu
+
+        slot = self.governor.slot() if self.executor is None else contextlib.nullcontext(None)
+        async with slot:
             heavy = self.heavy if getattr(strategy, "weight", "light") == "heavy" else None
             if heavy is not None:
                 await heavy.acquire()
             try:
-                async with item.file.tools.open_session(item.hole, item.file.text) as session:
-                    try:
-                        result = await strategy.prove(session, goal, budget)
-                    except asyncio.CancelledError:
-                        cancelled = StrategyResult(
-                            Outcome.CANCELLED,
-                            (),
-                            0,
-                            session.cpu_seconds(),
-                            time.monotonic() - started,
-                        )
-                        self.record(
-                            item, name, Outcome.CANCELLED, cancelled, "", budget.cpu_seconds
-                        )
-                        item.report.cpu_seconds += cancelled.cpu_seconds
-                        raise
+                if self.executor is None:
+                    result = await run_attempt(
+                        item.file.tools, strategy, item.hole, item.file.text, budget, cancelled
+                    )
+                else:
+                    request = AttemptRequest(
+                        item.hole,
+                        item.file.text,
+                        name,
+                        budget,
+                        self.popular,
+                        route=str(goal.file),
+                    )
+                    result = await self.executor.attempt(request, cancelled)
             except (ProverError, PrefixError) as exc:
                 result = StrategyResult(
                     Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
@@ -395,8 +410,22 @@ class GoalRun:
                 censored=result.outcome is Outcome.TIMEOUT,
             )
             arm = (klass, stats)
-        self.record(item, name, result.outcome, result, result.message, budget.cpu_seconds, arm)
+        self.record(
+            item,
+            name,
+            result.outcome,
+            result,
+            result.message,
+            budget.cpu_seconds,
+            arm,
+            attempt_key=key,
+        )
         return result
+
+    def attempt_key(self, item: GoalItem, strategy: str) -> str:
+        """A key unique to this attempt: a repeated write of it is recorded once."""
+        self._attempts += 1
+        return f"{self.run_id}:{item.goal_id}:{strategy}:{self._attempts}"
 
     def record(
         self,
@@ -407,6 +436,8 @@ class GoalRun:
         message: str,
         budget: float = 0.0,
         arm: tuple[str, ArmStats] | None = None,
+        *,
+        attempt_key: str | None = None,
     ) -> None:
         self.ledger.record_attempt(
             run_id=self.run_id,
@@ -422,6 +453,7 @@ class GoalRun:
             prover_version=self.report.prover_version,
             message=message,
             arm=arm,
+            attempt_key=attempt_key,
         )
 
     async def replay(self, item: GoalItem) -> GoalReport | None:

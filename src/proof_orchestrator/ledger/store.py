@@ -109,7 +109,7 @@ def migrate(engine: Engine) -> None:
         return
     url = engine.url.render_as_string(hide_password=False)
     sqlite = engine.dialect.name == "sqlite"
-    with _MIGRATING, (_file_lock(url) if sqlite else contextlib.nullcontext()):
+    with _MIGRATING, _file_lock(url) if sqlite else contextlib.nullcontext():
         config = AlembicConfig()
         config.set_main_option("script_location", str(_MIGRATIONS))
         with engine.begin() as connection:
@@ -120,9 +120,7 @@ def migrate(engine: Engine) -> None:
             tables = set(inspector.get_table_names())
             if "alembic_version" not in tables and "attempts" in tables:
                 columns = {c["name"] for c in inspector.get_columns("attempts")}
-                stamp = next(
-                    rev for column, rev in _PRE_ALEMBIC if not column or column in columns
-                )
+                stamp = next(rev for column, rev in _PRE_ALEMBIC if not column or column in columns)
                 alembic_command.stamp(config, stamp)
             alembic_command.upgrade(config, "head")
 

@@ -17,9 +17,7 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("attempts") as batch:
-        batch.add_column(
-            sa.Column("budget_seconds", sa.Float, nullable=False, server_default="0")
-        )
+        batch.add_column(sa.Column("budget_seconds", sa.Float, nullable=False, server_default="0"))
 
 
 def downgrade() -> None:

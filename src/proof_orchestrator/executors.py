@@ -1,0 +1,309 @@
+"""Where attempts run: in this process (``local``) or on a Ray cluster (``ray``).
+
+The scheduler hands each attempt (one strategy on one goal, with its budget)
+to an executor and gets a :class:`~.strategies.base.StrategyResult` back.
+Everything else stays on the driver: the queue, the bandit, the ledger, the
+whole-file verification and the writing of files.
+
+``local`` opens a session from the project's tools in this process.
+
+``ray`` keeps one long-lived actor per cluster node (:class:`ProverWorker`).
+An actor holds warm provers per project, so attempts on a file are routed to
+the actor that already loaded it; it runs its own CPU governor, so the CPU
+target applies per node. Project files reach the actors through a shared path
+(the attempt carries the file's text; ``_CoqProject`` flags and compiled
+dependencies are read where the file lives). Actors are restarted by Ray when
+their process or node dies, and the attempt that was running is retried there
+(``max_restarts``/``max_task_retries``); the driver records an attempt only
+when its result arrives, under an idempotency key, so none is recorded twice.
+
+Ray is an optional dependency: ``pip install 'proof-orchestrator[distributed]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import OrchError, ProverError
+from .goals import Budget
+from .project.coqproject import project_for
+from .project.holes import Hole, language_of
+from .provers.coq import PrefixError
+from .provers.lean import LeanProject
+from .reports import FillOptions
+from .scheduler.governor import CpuGovernor, _tree_cpu
+from .strategies.base import Strategy, StrategyResult
+
+__all__ = [
+    "AttemptRequest",
+    "ExecutorError",
+    "RayExecutor",
+    "WorkerTools",
+    "make_strategies",
+    "run_attempt",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ExecutorError(OrchError):
+    """The executor cannot run (Ray missing, cluster unreachable)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRequest:
+    """Everything a worker needs for one attempt (plain, picklable data)."""
+
+    hole: Hole
+    #: the file's text the goal was found in
+    text: str
+    strategy: str
+    budget: Budget
+    #: scripts for the ``cached`` strategy (the ledger stays on the driver)
+    popular: tuple[str, ...] = ()
+    #: a stable key for routing the attempt to a warm worker (the file)
+    route: str = ""
+
+
+def make_strategies(popular: Sequence[str]) -> list[Strategy]:
+    """Every strategy, built without the ledger (the cached scripts are passed in)."""
+    from .strategies.lean_tactics import LeanQuickStrategy
+    from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+
+    return [MicroStrategy(), InductionStrategy(), CachedStrategy(popular), LeanQuickStrategy()]
+
+
+async def run_attempt(
+    tools: Any,
+    strategy: Strategy,
+    hole: Hole,
+    text: str,
+    budget: Budget,
+    on_cancel: Callable[[float], None] | None = None,
+) -> StrategyResult:
+    """Open a session at ``hole`` with ``tools`` and run ``strategy`` in it.
+
+    On cancellation, ``on_cancel`` is told the CPU the session had used.
+    """
+    async with tools.open_session(hole, text) as session:
+        try:
+            result: StrategyResult = await strategy.prove(session, hole.goal, budget)
+        except asyncio.CancelledError:
+            if on_cancel is not None:
+                on_cancel(session.cpu_seconds())
+            raise
+        return result
+
+
+class WorkerTools:
+    """The provers of the projects one process works on, made on first use."""
+
+    def __init__(self, options: FillOptions, governor: CpuGovernor) -> None:
+        self.options = options
+        self.governor = governor
+        self._tools: dict[tuple[str, ...], Any] = {}
+
+    def for_hole(self, hole: Hole) -> Any:
+        from .worker import LeanTools, ProjectTools
+
+        path = hole.goal.file
+        if language_of(path) == "lean":
+            lean = LeanProject.for_file(path)
+            key: tuple[str, ...] = ("lean", str(lean.root))
+            if key not in self._tools:
+                self._tools[key] = LeanTools(lean, self.options, self.governor)
+            return self._tools[key]
+        project = project_for(path)
+        if project.flags not in self._tools:
+            self._tools[project.flags] = ProjectTools(project, self.options, self.governor)
+        return self._tools[project.flags]
+
+    async def aclose(self) -> None:
+        for tools in self._tools.values():
+            await tools.aclose()
+        self._tools.clear()
+
+
+class ProverWorker:
+    """The body of the Ray actor: warm provers and a CPU governor for one node.
+
+    Decorated with ``ray.remote`` by :class:`RayExecutor` (so that importing
+    this module does not need Ray).
+    """
+
+    def __init__(self, options: FillOptions, cpu_target: float, sessions: int) -> None:
+        self.options = options
+        self.governor = CpuGovernor(
+            cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
+        )
+        self.tools = WorkerTools(options, self.governor)
+        self._sampler: asyncio.Task[None] | None = None
+        self.served = 0
+
+    async def attempt(self, request: AttemptRequest) -> StrategyResult:
+        if self._sampler is None:
+            self._sampler = asyncio.create_task(self.governor.run(), name="node-governor")
+        strategies = {s.name: s for s in make_strategies(request.popular)}
+        strategy = strategies[request.strategy]
+        tools = self.tools.for_hole(request.hole)
+        self.served += 1
+        async with self.governor.slot():
+            try:
+                return await run_attempt(
+                    tools, strategy, request.hole, request.text, request.budget
+                )
+            except (ProverError, PrefixError) as exc:
+                from .goals import Outcome
+
+                return StrategyResult(Outcome.ERROR, (), 0, 0.0, 0.0, str(exc))
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def cpu_seconds(self) -> float:
+        """CPU of this worker process and the provers it runs, so far."""
+        return _tree_cpu()
+
+    def stats(self) -> dict[str, Any]:
+        return {"pid": os.getpid(), "served": self.served, "cpu_seconds": _tree_cpu()}
+
+    async def shutdown(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+        await self.tools.aclose()
+
+
+@dataclass(slots=True)
+class _Actor:
+    handle: Any
+    node_id: str
+    busy: int = 0
+    routes: set[str] = field(default_factory=set)
+
+
+class RayExecutor:
+    """Attempts on a Ray cluster: one warm :class:`ProverWorker` actor per node."""
+
+    name = "ray"
+
+    def __init__(self, options: FillOptions, address: str = "") -> None:
+        self.options = options
+        self.address = address
+        self.actors: list[_Actor] = []
+        self._started_ray = False
+
+    async def start(self) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise ExecutorError(
+                "the Ray executor needs Ray: pip install 'proof-orchestrator[distributed]'"
+            ) from exc
+        await asyncio.to_thread(self._connect, ray)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        sessions = self.options.orch.max_light + self.options.orch.max_heavy
+        remote = ray.remote(ProverWorker)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]  # type: ignore[no-untyped-call]
+        if not nodes:
+            raise ExecutorError(f"the Ray cluster at {self.address or 'local'} has no live node")
+        for node in nodes:
+            handle = remote.options(
+                num_cpus=0,
+                max_concurrency=sessions + 2,
+                max_restarts=-1,
+                max_task_retries=3,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True),
+            ).remote(self.options, self.options.orch.cpu_target, sessions)
+            self.actors.append(_Actor(handle, node["NodeID"]))
+        # wait until every actor answers, so start-up failures surface here
+        await asyncio.gather(*(a.handle.pid.remote() for a in self.actors))
+
+    def _connect(self, ray: Any) -> None:
+        if ray.is_initialized():
+            return
+        kwargs: dict[str, Any] = {
+            "logging_level": logging.WARNING,
+            "log_to_driver": False,
+            "namespace": "orch",
+        }
+        host = self.address.rsplit(":", 1)[0] if ":" in self.address else self.address
+        if not self.address or host in ("127.0.0.1", "localhost"):
+            # a local cluster, or one on loopback: this driver joins it on loopback too
+            kwargs["_node_ip_address"] = "127.0.0.1"
+        if self.address and "RAY_AUTH_MODE" not in os.environ:
+            # `ray start` turns token authentication on when a token exists
+            # (~/.ray/auth_token); a driver must then present it too
+            with contextlib.suppress(ImportError):
+                from ray._private.authentication.authentication_token_setup import (
+                    maybe_enable_token_auth_if_token_available,
+                )
+
+                maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
+        try:
+            if self.address:
+                ray.init(address=self.address, **kwargs)
+            else:
+                ray.init(include_dashboard=False, **kwargs)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ExecutorError(
+                f"cannot connect to the Ray cluster at {self.address or '(local)'}: {exc}. "
+                "Start one with `ray start --head`, or leave --ray-address empty for a "
+                "local one."
+            ) from exc
+        self._started_ray = True
+
+    def _pick(self, route: str) -> _Actor:
+        """The actor that already has this file warm, unless another is much less busy."""
+        warm = [a for a in self.actors if route and route in a.routes]
+        idle = min(self.actors, key=lambda a: a.busy)
+        chosen = warm[0] if warm and warm[0].busy <= idle.busy + 1 else idle
+        if route:
+            chosen.routes.add(route)
+        return chosen
+
+    async def attempt(
+        self, request: AttemptRequest, on_cancel: Callable[[float], None] | None = None
+    ) -> StrategyResult:
+        import ray
+
+        if not self.actors:
+            raise ExecutorError("the Ray executor was not started")
+        actor = self._pick(request.route)
+        actor.busy += 1
+        ref = actor.handle.attempt.remote(request)
+        try:
+            result: StrategyResult = await ref
+            return result
+        except asyncio.CancelledError:
+            ray.cancel(ref)
+            if on_cancel is not None:
+                on_cancel(0.0)
+            raise
+        finally:
+            actor.busy -= 1
+
+    async def worker_stats(self) -> list[dict[str, Any]]:
+        """What each actor served and the CPU its process tree used."""
+        return list(await asyncio.gather(*(a.handle.stats.remote() for a in self.actors)))
+
+    async def aclose(self) -> None:
+        import ray
+
+        for actor in self.actors:
+            with contextlib.suppress(Exception):
+                await actor.handle.shutdown.remote()
+            with contextlib.suppress(Exception):
+                ray.kill(actor.handle)
+        self.actors.clear()
+        if self._started_ray:
+            await asyncio.to_thread(ray.shutdown)
+            self._started_ray = False
