@@ -9,6 +9,7 @@ the result is the number of holes that disappeared from files that compile.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import os
 import platform
@@ -177,6 +178,11 @@ async def run_bank(
     report, recheck, ledger_path = first
     result = _result(report, index, recheck, wall, stamp, options, ledger_path)
     result["rounds"] = round_summaries
+    result["executor"] = options.orch.executor
+    result["workers"] = report.worker_stats
+    result["totals"]["worker_cpu_seconds"] = round(
+        sum(float(w.get("cpu_seconds", 0.0)) for w in report.worker_stats), 3
+    )
     result["settings"] = {f: getattr(options.orch, f) for f in options.orch.__slots__}
     result["cpu_trace"] = [
         {
@@ -271,3 +277,48 @@ def _result(
         "ledger": str(ledger_path),
         "lemmas": rows,
     }
+
+
+async def compare_executors(
+    bank: Path,
+    out_dir: Path,
+    options: FillOptions,
+    *,
+    on_goal: Callable[[GoalReport], None] | None = None,
+    on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
+) -> tuple[dict[str, Any], Path]:
+    """Run the bank with the local executor, then with the Ray executor; compare them."""
+    sides: dict[str, dict[str, Any]] = {}
+    for executor in ("local", "ray"):
+        orch = dataclasses.replace(options.orch, executor=executor)
+        result, path = await run_bank(
+            bank,
+            out_dir,
+            dataclasses.replace(options, orch=orch),
+            on_goal=on_goal,
+            on_files=on_files,
+        )
+        totals = result["totals"]
+        overhead = result["overhead"]
+        driver_cpu = overhead["orchestrator_cpu_seconds"] + overhead["prover_cpu_seconds"]
+        sides[executor] = {
+            "result": str(path),
+            "solved": totals["solved"],
+            "lemmas": totals["lemmas"],
+            "wall_seconds": totals["wall_seconds"],
+            "search_cpu_seconds": totals["search_cpu_seconds"],
+            "driver_cpu_seconds": round(driver_cpu, 3),
+            "worker_cpu_seconds": totals["worker_cpu_seconds"],
+            "total_cpu_seconds": round(driver_cpu + totals["worker_cpu_seconds"], 3),
+            "solved_ids": sorted(r["id"] for r in result["lemmas"] if r["solved"]),
+        }
+    comparison = {
+        "kind": "orch-bank-executors",
+        "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        "cpu_target": options.orch.cpu_target,
+        "same_solved": sides["local"]["solved_ids"] == sides["ray"]["solved_ids"],
+        **sides,
+    }
+    out = out_dir / f"{comparison['timestamp']}-executors.json"
+    out.write_text(json.dumps(comparison, indent=2) + "\n", encoding="utf-8")
+    return comparison, out

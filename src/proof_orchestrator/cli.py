@@ -30,7 +30,7 @@ from rich.progress import (
 from rich.table import Table
 
 from .background import run_background
-from .bank import run_bank
+from .bank import compare_executors, run_bank
 from .config import ConfigError, Settings, env_name, load_settings
 from .dashboard import create_app
 from .dashboard.report import render_html, render_markdown
@@ -171,11 +171,14 @@ class _Tracker:
         )
         self.task = self.progress.add_task(description, total=None, proved=0)
         self.proved = 0
+        self.expected = 0
         self.wins: dict[str, int] = {}
         self.cpu: dict[str, float] = {}
 
     def files(self, files: list[tuple[Path, int]]) -> None:
-        self.progress.update(self.task, total=sum(n for _, n in files))
+        """Add a run's holes to the total (bank rounds and executor comparisons run several)."""
+        self.expected += sum(n for _, n in files)
+        self.progress.update(self.task, total=self.expected)
 
     def goal(self, report: GoalReport) -> None:
         if report.outcome is Outcome.PROVED:
@@ -339,6 +342,13 @@ def bank_command(
         int, typer.Option(help="repeat the bank (fresh copies and ledger each time)")
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="print the result JSON")] = False,
+    compare_executors: Annotated[
+        bool,
+        typer.Option(
+            "--compare-executors",
+            help="run the bank with the local executor, then with Ray, and compare",
+        ),
+    ] = False,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -367,9 +377,12 @@ def bank_command(
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     settings = _settings(Path.cwd(), locals())
     options = _options(settings)
+    if compare_executors:
+        _compare_executors(bank, out_dir, options, as_json)
+        return
     try:
         tracker = _Tracker("bank")
-        with tracker.live():
+        with tracker.live(), contextlib.redirect_stdout(sys.stderr):
             result, path = _run(
                 run_bank(
                     bank,
@@ -424,6 +437,37 @@ def bank_command(
         f"{overhead['prover_cpu_seconds']:.1f} s."
         f"\nResult: {path}"
     )
+
+
+def _compare_executors(bank: Path, out_dir: Path, options: FillOptions, as_json: bool) -> None:
+    try:
+        tracker = _Tracker("bank: local, then ray")
+        with tracker.live(), contextlib.redirect_stdout(sys.stderr):
+            result, path = _run(
+                compare_executors(
+                    bank, out_dir, options, on_goal=tracker.goal, on_files=tracker.files
+                )
+            )
+    except OrchError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        out.print_json(json.dumps(result))
+        return
+    table = Table(title="The bank on each executor (same run)")
+    for column in ("executor", "solved", "wall s", "search CPU s", "total CPU s"):
+        table.add_column(column)
+    for name in ("local", "ray"):
+        side = result[name]
+        table.add_row(
+            name,
+            f"{side['solved']}/{side['lemmas']}",
+            f"{side['wall_seconds']:.1f}",
+            f"{side['search_cpu_seconds']:.1f}",
+            f"{side['total_cpu_seconds']:.1f}",
+        )
+    out.print(table)
+    same = "the same lemmas" if result["same_solved"] else "DIFFERENT lemmas"
+    out.print(f"Both executors solved {same}. Result: {path}")
 
 
 @app.command("bg")
