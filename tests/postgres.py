@@ -64,7 +64,18 @@ def postgres_server() -> Iterator[str]:
         )
         options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run(
-            [*runner, pg_ctl, "-D", str(data), "-o", options, "-l", str(folder / "log"), "-w", "start"],
+            [
+                *runner,
+                pg_ctl,
+                "-D",
+                str(data),
+                "-o",
+                options,
+                "-l",
+                str(folder / "log"),
+                "-w",
+                "start",
+            ],
             check=True,
             capture_output=True,
         )

@@ -7,11 +7,10 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect, text
-
-import pytest
 
 from proof_orchestrator.errors import LedgerError
 from proof_orchestrator.goals import Goal, HoleKind, Outcome
@@ -215,7 +214,7 @@ def test_concurrent_writers_are_safe(any_ledger_url: str) -> None:
     def writer(index: int) -> None:
         try:
             ledger = Ledger(any_ledger_url, busy_timeout=30)
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
             barrier.abort()
             return
@@ -244,7 +243,7 @@ def test_concurrent_writers_are_safe(any_ledger_url: str) -> None:
                 diff="",
                 written=False,
             )
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             ledger.close()

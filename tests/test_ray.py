@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import secrets
 import os
+import secrets
 import shutil
 import signal
 import socket
