@@ -36,6 +36,7 @@ from .dashboard import create_app
 from .dashboard.report import render_html, render_markdown
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
+from .gitops import GitError, GitRepo, ProofBranch, publish
 from .goals import Budget, Outcome
 from .lean_setup import LeanSetupError, setup_repl
 from .ledger import Ledger, default_ledger_url
@@ -281,6 +282,23 @@ def fill_command(
     prioritize: Annotated[
         list[str] | None, typer.Option(help="lemma to work on first (repeatable)")
     ] = None,
+    git: Annotated[
+        bool,
+        typer.Option(
+            "--git",
+            help="put each verified proof on its own branch auto/lem/<namespace>/<decl> "
+            "(made in a git worktree; your files, index and branch are not touched)",
+        ),
+    ] = False,
+    git_per: Annotated[
+        str, typer.Option(help="with --git: a branch per 'proof' or one per 'run'")
+    ] = "proof",
+    push: Annotated[
+        bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
+    ] = False,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
+    ] = False,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -298,9 +316,19 @@ def fill_command(
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     _check_inputs(paths)
+    repo: GitRepo | None = None
+    if git:
+        if git_per not in ("proof", "run"):
+            raise _fail("--git-per must be 'proof' or 'run'", EXIT_BAD_INPUT)
+        try:
+            repo = GitRepo(paths[0].resolve())
+            repo.check_ready(allow_dirty)
+        except GitError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     settings = _settings(paths[0], locals())
+    # with --git the proofs go to branches: the files in the working tree stay as they are
     options = dataclasses.replace(
-        _options(settings, dry_run=dry_run), prioritize=frozenset(prioritize or ())
+        _options(settings, dry_run=dry_run or git), prioritize=frozenset(prioritize or ())
     )
     ledger = _open_ledger(db, paths[0])
     try:
@@ -314,14 +342,35 @@ def fill_command(
         raise _fail(str(exc)) from exc
     finally:
         ledger.close()
+    branches: list[ProofBranch] = []
+    if repo is not None and not dry_run:
+        try:
+            branches, notes = publish(repo, report, per=git_per, push=push)
+        except GitError as exc:
+            raise _fail(str(exc)) from exc
+        for note in notes:
+            console.print(note)
     if as_json:
-        out.print_json(json.dumps(_fill_json(report)))
+        result = _fill_json(report)
+        if repo is not None:
+            result["branches"] = [
+                {"branch": b.branch, "commit": b.commit, "pr_body": str(b.pr_body)}
+                for b in branches
+            ]
+        out.print_json(json.dumps(result))
         return
+    for b in branches:
+        out.print(
+            f"branch [bold]{b.branch}[/] {b.commit[:10]} ({', '.join(b.goals)}); "
+            f"PR text {b.pr_body}"
+        )
     out.print(_goal_table(report))
     for f in report.files:
         if f.status is not FileStatus.DONE:
             out.print(f"[red]{f.path}[/]: {f.status.value}. {f.message[:500]}")
-    if dry_run:
+    if repo is not None and not dry_run:
+        files_note = f"{len(branches)} branch(es) made, working tree unchanged"
+    elif dry_run:
         touched = sum(1 for f in report.files if any(g.outcome is Outcome.PROVED for g in f.goals))
         files_note = f"{touched} file(s) would change (dry run, nothing written)"
     else:

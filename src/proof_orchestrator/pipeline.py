@@ -244,7 +244,7 @@ async def _plan(
             report.files.append(FileReport(path, FileStatus.DONE))
             continue
         project_tools = _tools_for(path, run, tools)
-        file_report = FileReport(path, FileStatus.INTERRUPTED)
+        file_report = FileReport(path, FileStatus.INTERRUPTED, original_text=text)
         report.files.append(file_report)
         try:
             async with run.governor.slot():
@@ -264,7 +264,7 @@ async def _plan(
             continue
         state = FileState(path, text, project_tools, file_report, pending=len(holes))
         for hole in holes:
-            goal_report = GoalReport(hole.goal, Outcome.FAILED)
+            goal_report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
             file_report.goals.append(goal_report)
             goal_id = run.ledger.upsert_goal(hole.goal)
             failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)

@@ -57,6 +57,8 @@ class GoalReport:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     message: str = ""
+    #: where the goal is in its file (for patching it elsewhere, e.g. in a git worktree)
+    hole: Hole | None = None
 
 
 @dataclass(slots=True)
@@ -67,6 +69,8 @@ class FileReport:
     message: str = ""
     written: bool = False
     verify_cpu_seconds: float = 0.0
+    #: the file's text when it was read (the proofs were found for this text)
+    original_text: str = ""
 
 
 @dataclass(slots=True)
