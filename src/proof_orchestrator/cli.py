@@ -31,6 +31,7 @@ from rich.table import Table
 
 from .background import run_background
 from .bank import compare_executors, run_bank
+from .blueprint import critical_path_weights, scan_declarations, sync
 from .config import ConfigError, Settings, env_name, load_settings
 from .dashboard import create_app
 from .dashboard.report import render_html, render_markdown
@@ -42,6 +43,8 @@ from .lean_setup import LeanSetupError, setup_repl
 from .ledger import Ledger, default_ledger_url
 from .pipeline import FileStatus, FillOptions, FillReport, GoalReport, collect_files, fill
 from .project.coqproject import project_for
+from .project.patch import write_atomic
+from .provers.lean import LeanProject
 from .provers.process import resolve
 
 app = typer.Typer(
@@ -299,6 +302,10 @@ def fill_command(
     allow_dirty: Annotated[
         bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
     ] = False,
+    blueprint: Annotated[
+        Path | None,
+        typer.Option(help="a blueprint content.tex: goals on its critical path go first"),
+    ] = None,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -327,8 +334,16 @@ def fill_command(
             raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     settings = _settings(paths[0], locals())
     # with --git the proofs go to branches: the files in the working tree stay as they are
+    weights: dict[str, float] = {}
+    if blueprint is not None:
+        try:
+            weights = critical_path_weights(blueprint.read_text(encoding="utf-8"))
+        except (OSError, OrchError) as exc:
+            raise _fail(f"cannot read the blueprint {blueprint}: {exc}", EXIT_BAD_INPUT) from exc
     options = dataclasses.replace(
-        _options(settings, dry_run=dry_run or git), prioritize=frozenset(prioritize or ())
+        _options(settings, dry_run=dry_run or git),
+        prioritize=frozenset(prioritize or ()),
+        weights=weights,
     )
     ledger = _open_ledger(db, paths[0])
     try:
@@ -765,6 +780,56 @@ def doctor_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
         out.print(table)
     if any(c.need == "required" and not c.found for c in checks):
         raise typer.Exit(1)
+
+
+blueprint_app = typer.Typer(help="leanblueprint: keep \\leanok honest, report coverage.")
+app.add_typer(blueprint_app, name="blueprint")
+
+
+def _lean_sources(root: Path) -> list[Path]:
+    return [
+        p
+        for p in sorted(root.rglob("*.lean"))
+        if not any(part.startswith(".") or part == "lake-packages" for part in p.parts)
+    ]
+
+
+@blueprint_app.command("sync")
+def blueprint_sync_command(
+    content: Annotated[Path, typer.Argument(help="the blueprint's content.tex")],
+    project: Annotated[
+        Path | None,
+        typer.Option(help="the Lean project (default: the folder with the lakefile above)"),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="change nothing; exit 1 if the file is out of date")
+    ] = False,
+) -> None:
+    """Add \\leanok where the declarations exist and are proved, remove stale ones, print
+    coverage. Nothing else in the file changes."""
+    if not content.is_file():
+        raise _fail(f"{content} does not exist", EXIT_BAD_INPUT)
+    root = project or LeanProject.for_file(content.resolve()).root
+    sources = _lean_sources(root)
+    if not sources:
+        raise _fail(f"no .lean files under {root}; pass --project", EXIT_BAD_INPUT)
+    text = content.read_text(encoding="utf-8")
+    try:
+        new_text, coverage, changes = sync(text, scan_declarations(sources))
+    except OrchError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    for change in changes:
+        out.print(change)
+    out.print(
+        f"coverage: {coverage.stated}/{coverage.total} stated, "
+        f"{coverage.proved}/{coverage.total} proved ({len(sources)} Lean files under {root})"
+    )
+    if check:
+        if new_text != text:
+            raise typer.Exit(1)
+        return
+    if new_text != text:
+        write_atomic(content, new_text, text)
 
 
 lean_app = typer.Typer(help="Lean 4 projects: prepare the REPL that orch talks to.")

@@ -110,6 +110,8 @@ class FillOptions:
     command: str = "fill"
     #: lemma names (short or qualified) the user wants first: +10 priority each
     prioritize: frozenset[str] = frozenset()
+    #: extra priority per declaration name (the blueprint's critical path)
+    weights: dict[str, float] = field(default_factory=dict)
 
 
 GoalCallback = Callable[[GoalReport], None]

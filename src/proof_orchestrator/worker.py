@@ -259,9 +259,14 @@ class GoalRun:
             item,
             priority(
                 hole.goal.statement,
-                user=10.0
-                if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
-                else 0.0,
+                user=(
+                    10.0
+                    if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
+                    else 0.0
+                )
+                + self.options.weights.get(
+                    getattr(hole, "decl_name", "") or hole.goal.qualified_name, 0.0
+                ),
                 dependents=dependents,
                 stuck_hours=stuck,
                 failures=failures,
