@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.blueprint import (
@@ -164,3 +169,66 @@ def test_critical_path_weights_follow_uses_chains() -> None:
     assert weights["Demo.double_even"] == 2
     assert weights["Demo.main"] == 1
     assert weights["Demo.not_yet"] == 2  # thm:main and cor:final wait for it
+
+
+WEB = r"""\documentclass{report}
+\usepackage{amssymb, amsthm, amsmath}
+\usepackage{hyperref}
+\usepackage[showmore, dep_graph]{blueprint}
+\newtheorem{theorem}{Theorem}
+\newtheorem{lemma}[theorem]{Lemma}
+\newtheorem{corollary}[theorem]{Corollary}
+\theoremstyle{definition}
+\newtheorem{definition}[theorem]{Definition}
+\title{Demo}
+\begin{document}
+\maketitle
+\input{content}
+\end{document}
+"""
+PLASTEX_CFG = """[general]
+renderer=HTML5
+plugins=plastexdepgraph plastexshowmore leanblueprint
+
+[files]
+directory=../web/
+split-level=0
+"""
+
+
+def _node(graph: str, label: str) -> str:
+    match = re.search(r'"' + re.escape(label) + r'"\s*\[([^\]]*)\]', graph)
+    assert match is not None, label
+    return match.group(1)
+
+
+def test_leanblueprint_builds_the_synced_blueprint(tmp_path: Path) -> None:
+    """The synced file is still a valid blueprint: leanblueprint's plasTeX build accepts it,
+    and its dependency graph shows the new statuses."""
+    pytest.importorskip("leanblueprint", reason="leanblueprint is not installed")
+    plastex = shutil.which("plastex", path=str(Path(sys.executable).parent))
+    if plastex is None:
+        pytest.skip("plastex (installed with leanblueprint) is not in the environment")
+    content = _project(tmp_path)
+    assert runner.invoke(app, ["blueprint", "sync", str(content)]).exit_code == 0
+    src = content.parent
+    (src / "web.tex").write_text(WEB, encoding="utf-8")
+    (src / "plastex.cfg").write_text(PLASTEX_CFG, encoding="utf-8")
+    build = subprocess.run(
+        [plastex, "-c", "plastex.cfg", "web.tex"],
+        cwd=src,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    graph = (tmp_path / "blueprint" / "web" / "dep_graph_document.html").read_text()
+    # leanblueprint: a green border = statement formalised, a green fill = proved
+    # (#9CEC8B proved, #1CAC78 proved with all its ancestors)
+    proved_fill = re.compile(r'fillcolor="#(?:9CEC8B|1CAC78)"')
+    assert "color=green" in _node(graph, "lem:double-add")
+    assert proved_fill.search(_node(graph, "lem:double-add"))
+    assert "color=green" in _node(graph, "lem:double-even")
+    assert not proved_fill.search(_node(graph, "lem:double-even"))
+    assert "color=green" not in _node(graph, "lem:missing")
