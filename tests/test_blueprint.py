@@ -117,7 +117,7 @@ def test_parse_blueprint_pairs_statements_with_proofs() -> None:
 
 
 def test_sync_adds_and_removes_only_leanok(tmp_path: Path) -> None:
-    content = _project(tmp_path)
+    _project(tmp_path)
     declarations = scan_declarations([tmp_path / "Demo.lean"])
     assert declarations.proved("Demo.double_add")
     assert not declarations.proved("Demo.double_even")

@@ -39,6 +39,7 @@ from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from .gitops import GitError, GitRepo, ProofBranch, publish
 from .goals import Budget, Outcome
+from .golf import golf_files
 from .lean_setup import LeanSetupError, setup_repl
 from .ledger import Ledger, default_ledger_url
 from .pipeline import FileStatus, FillOptions, FillReport, GoalReport, collect_files, fill
@@ -780,6 +781,59 @@ def doctor_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
         out.print(table)
     if any(c.need == "required" and not c.found for c in checks):
         raise typer.Exit(1)
+
+
+@app.command("golf")
+def golf_command(
+    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    only: Annotated[
+        list[str] | None, typer.Option(help="golf only this lemma (repeatable)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="find and verify shorter proofs, write nothing")
+    ] = False,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    tactic_timeout: TacticTimeout = None,
+    cpu_target: CpuTarget = None,
+) -> None:
+    """Shorten finished (Qed) Coq proofs; keep a shorter one only if the whole file verifies."""
+    _check_inputs(paths)
+    coq_files = [p for p in collect_files(paths) if p.suffix == ".v"]
+    settings = _settings(paths[0], locals())
+    options = _options(settings, dry_run=dry_run)
+    ledger = _open_ledger(db, paths[0])
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            report = _run(golf_files(coq_files, ledger, options, names=frozenset(only or ())))
+    except OrchError as exc:
+        raise _fail(str(exc)) from exc
+    finally:
+        ledger.close()
+    summary = report.summary()
+    if as_json:
+        out.print_json(json.dumps(summary))
+        return
+    table = Table(title="shortened proofs")
+    for column in ("lemma", "before", "after"):
+        table.add_column(column, overflow="fold")
+    for proof in report.shortened:
+        if proof.accepted:
+            table.add_row(proof.name, " ".join(proof.before), " ".join(proof.after))
+    out.print(table)
+    for file_report in report.files:
+        if file_report.status is not FileStatus.DONE:
+            out.print(
+                f"[red]{file_report.path}[/]: {file_report.status.value}. "
+                f"{file_report.message[:300]}"
+            )
+    verb = "would be" if dry_run else "were"
+    out.print(
+        f"{summary['shortened']}/{report.proofs} proofs {verb} shortened; total length "
+        f"{report.chars_before} -> {report.chars_after} characters, "
+        f"{report.sentences_before} -> {report.sentences_after} sentences; "
+        f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall"
+    )
 
 
 blueprint_app = typer.Typer(help="leanblueprint: keep \\leanok honest, report coverage.")

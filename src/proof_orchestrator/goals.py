@@ -38,6 +38,8 @@ class HoleKind(enum.StrEnum):
     ADMIT = "admit"
     #: a Lean ``sorry``
     SORRY = "sorry"
+    #: not a hole: a finished ``Qed`` proof, opened to be shortened (``orch golf``)
+    PROVED = "proved"
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ __all__ = [
     "admit_proofs",
     "declared_axioms",
     "iter_proofs",
+    "qed_proofs",
     "scan_coq_file",
     "scan_coq_text",
 ]
@@ -155,15 +156,31 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
 
 def scan_coq_text(path: Path, text: str) -> list[CoqHole]:
     """All holes in ``text`` (the content of ``path``)."""
-    holes: list[CoqHole] = []
+    return [hole for hole, _ in _scan(path, text, "Admitted")]
+
+
+def qed_proofs(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
+    """Every finished (``Qed``) proof, as a hole to reopen, with its script.
+
+    The script is the proof's sentences without the ``Proof ...`` opener and
+    ``Qed.``; used to shorten proofs (``orch golf``).
+    """
+    return _scan(path, text, "Qed")
+
+
+def _scan(path: Path, text: str, ending: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
+    holes: list[tuple[CoqHole, tuple[str, ...]]] = []
     for proof in iter_proofs(split_sentences(text)):
-        if proof.ending != "Admitted":
+        if proof.ending != ending:
             continue
-        kind = (
-            HoleKind.ADMIT
-            if any(_ADMIT.search(s.code) for s in proof.proof[:-1])
-            else HoleKind.ADMITTED
-        )
+        if ending == "Qed":
+            kind = HoleKind.PROVED
+        else:
+            kind = (
+                HoleKind.ADMIT
+                if any(_ADMIT.search(s.code) for s in proof.proof[:-1])
+                else HoleKind.ADMITTED
+            )
         first = proof.proof[0]
         opener_kept = sentence_keyword(first.code) == "Proof"
         prefix_end = first.end if opener_kept else proof.statement.end
@@ -182,17 +199,17 @@ def scan_coq_text(path: Path, text: str) -> list[CoqHole]:
             language="coq",
             scope=proof.scope,
         )
-        holes.append(
-            CoqHole(
-                goal=goal,
-                prefix_end=prefix_end,
-                statement_start=proof.statement.start,
-                proof_start=first.start,
-                proof_end=proof.proof[-1].end,
-                proof_opener=first.code if opener_kept else "Proof.",
-                indent=indent,
-            )
+        hole = CoqHole(
+            goal=goal,
+            prefix_end=prefix_end,
+            statement_start=proof.statement.start,
+            proof_start=first.start,
+            proof_end=proof.proof[-1].end,
+            proof_opener=first.code if opener_kept else "Proof.",
+            indent=indent,
         )
+        body = proof.proof[1:-1] if opener_kept else proof.proof[:-1]
+        holes.append((hole, tuple(s.code for s in body)))
     return holes
 
 
