@@ -90,7 +90,7 @@ async def verify_candidates(
         )
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
-        patched = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in chosen])
+        patched = apply_patches(text, [Patch(h, r.sentences, r.helpers) for h, r, _ in chosen])
         goals = [h.goal for h, _, _ in chosen]
         return await verifier.verify(path, text, patched, goals, frozenset(axioms))
 
@@ -132,15 +132,21 @@ def blamed_candidates(
         return [item for item in chosen if item[0].goal.qualified_name in names]
     if result.error_line is None:
         return []
-    # find the patched proof that contains the error line
+    # find the patched proof (or its helpers) that contains the error line
     ordered = sorted(chosen, key=lambda item: item[0].proof_start)
     shift = 0
     for item in ordered:
         hole, goal_report, _ = item
-        replacement = Patch(hole, goal_report.sentences).replacement()
+        patch = Patch(hole, goal_report.sentences, goal_report.helpers)
+        replacement = patch.replacement()
+        inserted = patch.insertion(text).count("\n")
         first = text.count("\n", 0, hole.statement_start) + 1 + shift
-        last = text.count("\n", 0, hole.proof_start) + 1 + shift + replacement.count("\n")
+        last = (
+            text.count("\n", 0, hole.proof_start) + 1 + shift + inserted + replacement.count("\n")
+        )
         if first <= result.error_line <= last:
             return [item]
-        shift += replacement.count("\n") - text.count("\n", hole.proof_start, hole.proof_end)
+        shift += (
+            inserted + replacement.count("\n") - text.count("\n", hole.proof_start, hole.proof_end)
+        )
     return []

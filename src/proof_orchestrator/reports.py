@@ -59,6 +59,8 @@ class GoalReport:
     message: str = ""
     #: where the goal is in its file (for patching it elsewhere, e.g. in a git worktree)
     hole: Hole | None = None
+    #: helper lemmas the proof needs, inserted before the declaration (the market)
+    helpers: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

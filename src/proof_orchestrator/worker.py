@@ -23,6 +23,7 @@ from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
 from .leanscript import check_lean_script
 from .ledger import Ledger
+from .market import MarketStrategy
 from .project import coq_holes, lean_holes
 from .project.coqproject import CoqProject
 from .project.holes import Hole
@@ -70,17 +71,19 @@ MAX_REVISITS_PER_RUN = 1
 def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
     """The strategies of a profile, in the order preferred before anything is learned.
 
-    Profile 0 is quick tactics only. Profiles 1 and 2 add search, hammer,
-    retrieval, learned and LLM strategies as they become available; today
-    they run the same quick strategies as profile 0.
+    Profile 0 and 1 are the quick tactics (profile 1 will add search, hammer
+    and retrieval as they become available); profile 2 adds the helper-lemma
+    market (:mod:`proof_orchestrator.market`).
     """
-    del profile  # every strategy that exists today belongs to profile 0
-    return [
+    strategies: list[Strategy] = [
         MicroStrategy(),
         InductionStrategy(),
         CachedStrategy(ledger.popular_scripts()),
         LeanQuickStrategy(),
     ]
+    if profile >= 2:
+        strategies.append(MarketStrategy(ledger))
+    return strategies
 
 
 def language_of_strategy(strategy: Strategy) -> str:
@@ -327,6 +330,7 @@ class GoalRun:
                 return
             item.report.strategy = outcome.winner
             item.report.sentences = sentences
+            item.report.helpers = result.helpers
             await self.goal_done(item, item.report)
             return
         # no candidate: strategies that ran out of time get a doubled budget later
@@ -381,7 +385,7 @@ class GoalRun:
             if heavy is not None:
                 await heavy.acquire()
             try:
-                if self.executor is None:
+                if self.executor is None or getattr(strategy, "needs_ledger", False):
                     result = await run_attempt(
                         item.file.tools, strategy, item.hole, item.file.text, budget, cancelled
                     )
@@ -510,7 +514,9 @@ class GoalRun:
             self.report.prover_version,
             state.report,
         )
-        final_text = apply_patches(state.text, [Patch(h, r.sentences) for h, r, _ in accepted])
+        final_text = apply_patches(
+            state.text, [Patch(h, r.sentences, r.helpers) for h, r, _ in accepted]
+        )
         written = False
         if accepted and not self.options.dry_run:
             try:
@@ -523,7 +529,9 @@ class GoalRun:
                 state.report.message = str(exc)
         for hole, goal_report, goal_id in accepted:
             # the change this proof alone makes to the file
-            alone = apply_patches(state.text, [Patch(hole, goal_report.sentences)])
+            alone = apply_patches(
+                state.text, [Patch(hole, goal_report.sentences, goal_report.helpers)]
+            )
             diff = "".join(
                 difflib.unified_diff(
                     state.text.splitlines(keepends=True),

@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Attempt", "BanditArm", "Base", "GoalRow", "Proof", "Run", "TacticCache"]
+__all__ = ["Attempt", "BanditArm", "Base", "GoalRow", "Proof", "Run", "TacticCache", "Ticket"]
 
 
 def utcnow() -> datetime:
@@ -131,3 +131,28 @@ class BanditArm(Base):
     failures: Mapped[float] = mapped_column(Float, default=0.0)
     cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     reward: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class Ticket(Base):
+    """A helper-lemma request on the market (see :mod:`proof_orchestrator.market`)."""
+
+    __tablename__ = "tickets"
+    __table_args__ = (Index("ix_tickets_state_priority", "state", "priority"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: fingerprint of the helper statement (requests are deduplicated by it)
+    fingerprint: Mapped[str] = mapped_column(String(64), index=True)
+    #: the closed statement (``forall ..., goal``), without ``Lemma name :``
+    statement: Mapped[str] = mapped_column(Text)
+    name: Mapped[str] = mapped_column(String(255))
+    #: the goal that needed the helper
+    parent_goal_id: Mapped[int | None] = mapped_column(ForeignKey("goals.id"), nullable=True)
+    priority: Mapped[float] = mapped_column(Float, default=0.0)
+    #: open / claimed / completed / expired / cancelled
+    state: Mapped[str] = mapped_column(String(16), default="open")
+    claimed_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    #: the helper's proof script once completed
+    proof: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

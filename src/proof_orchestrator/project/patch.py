@@ -27,19 +27,35 @@ __all__ = ["Patch", "apply_patches", "write_atomic"]
 class Patch:
     hole: CoqHole | LeanHole
     sentences: tuple[str, ...]
+    #: helper lemmas (whole declarations) inserted just before the hole's declaration
+    helpers: tuple[str, ...] = ()
 
     def replacement(self) -> str:
         return self.hole.replacement(self.sentences)
 
+    def insertion(self, text: str) -> str:
+        """The helpers' text as inserted before the declaration (with its indentation)."""
+        if not self.helpers:
+            return ""
+        line_start = text.rfind("\n", 0, self.hole.statement_start) + 1
+        indent = text[line_start : self.hole.statement_start]
+        indent = indent if not indent.strip() else ""
+        return "".join(f"{h}\n\n{indent}" for h in self.helpers)
+
 
 def apply_patches(text: str, patches: Sequence[Patch]) -> str:
-    """Replace each patched hole's proof span; every other byte stays as it was."""
+    """Replace each patched hole's proof span (and insert its helpers before its declaration);
+    every other byte stays as it was."""
     ordered = sorted(patches, key=lambda p: p.hole.proof_start, reverse=True)
     for earlier, later in zip(ordered[1:], ordered, strict=False):
         if earlier.hole.proof_end > later.hole.proof_start:
             raise ValueError("overlapping patches")
     for patch in ordered:
+        insertion = patch.insertion(text)
         text = text[: patch.hole.proof_start] + patch.replacement() + text[patch.hole.proof_end :]
+        if insertion:
+            at = patch.hole.statement_start
+            text = text[:at] + insertion + text[at:]
     return text
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 from ..coqsyntax import Sentence, one_sentence, split_sentences
@@ -93,6 +93,15 @@ class CoqSession:
         self._closed = False
         #: number of times the process was replaced during this session
         self.replacements = 0
+
+    @property
+    def prefix(self) -> tuple[str, ...]:
+        """The sentences loaded before the goal (the last ones are the statement and opener)."""
+        return tuple(self._prefix)
+
+    @property
+    def prover(self) -> CoqProver:
+        return self._prover
 
     # -- opening and closing ----------------------------------------------
 
@@ -310,10 +319,15 @@ class CoqProver:
         match = re.search(r"version (\S+)", first)
         return match.group(1) if match else first
 
-    @asynccontextmanager
-    async def session(self, goal: Goal, source: str, prefix_end: int) -> AsyncIterator[CoqSession]:
+    def session(
+        self, goal: Goal, source: str, prefix_end: int
+    ) -> AbstractAsyncContextManager[CoqSession]:
         """A session at ``goal``: ``source[:prefix_end]`` is loaded first."""
-        prefix = self._prefix_codes(source, prefix_end)
+        return self.session_at(goal, self._prefix_codes(source, prefix_end))
+
+    @asynccontextmanager
+    async def session_at(self, goal: Goal, prefix: Sequence[str]) -> AsyncIterator[CoqSession]:
+        """A session after the sentences ``prefix`` (the last one opens the goal)."""
         session = CoqSession(self, goal, prefix)
         try:
             await session._open()

@@ -24,6 +24,8 @@ class StrategyResult:
     cpu_seconds: float = 0.0
     wall_seconds: float = 0.0
     message: str = ""
+    #: whole helper lemmas the script needs, to insert before the declaration
+    helpers: tuple[str, ...] = ()
 
 
 class Strategy(Protocol):
