@@ -151,7 +151,7 @@ def create_app(
 
     @app.get("/api/marketplace")
     def api_market() -> dict[str, Any]:
-        return {"tickets": [], "note": "the helper-lemma market has not been built yet"}
+        return {"tickets": reader.tickets()}
 
     @app.get("/metrics")
     def metrics() -> Response:
@@ -256,7 +256,7 @@ def create_app(
 
     @app.get("/marketplace", response_class=HTMLResponse)
     def market_page() -> HTMLResponse:
-        return page("market.html", title="Helper-lemma market")
+        return page("market.html", title="Helper-lemma market", tickets=reader.tickets())
 
     @app.get("/files/{path:path}", response_class=HTMLResponse)
     def file_page(path: str) -> HTMLResponse:

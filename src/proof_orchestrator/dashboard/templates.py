@@ -100,7 +100,15 @@ _RUNS = """{% extends "base.html" %}{% block body %}
 </table>{% endblock %}"""
 
 _MARKET = """{% extends "base.html" %}{% block body %}
-<p id="market-empty">No helper-lemma tickets: the market has not been built yet.</p>{% endblock %}"""
+{% if tickets %}<table id="tickets"><tr><th>#</th><th>state</th><th>helper</th><th>statement</th>
+<th>for goal</th><th>claimed by</th><th>lease until</th><th>proof</th></tr>
+{% for t in tickets %}<tr class="ticket-{{ t.state }}"><td>{{ t.id }}</td><td>{{ t.state }}</td>
+<td>{{ t.name }}</td><td><code>{{ t.statement }}</code></td>
+<td>{% if t.parent_goal_id %}<a href="/goals/{{ t.parent_goal_id }}">{{ t.parent_goal_id }}</a>{% endif %}</td>
+<td>{{ t.claimed_by or "" }}</td><td>{{ t.lease_until or "" }}</td>
+<td><code>{{ t.proof or "" }}</code></td></tr>{% endfor %}</table>
+{% else %}<p id="market-empty">No helper-lemma tickets yet (`orch fill --profile 2` publishes them).</p>
+{% endif %}{% endblock %}"""
 
 _FILE = (
     """{% extends "base.html" %}{% block body %}<pre id="source">{{ text }}</pre>{% endblock %}"""

@@ -649,6 +649,24 @@ class LedgerReader:
     def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
 
+    def tickets(self) -> list[dict[str, Any]]:
+        """Every helper-lemma ticket, newest first."""
+        return [
+            {
+                "id": t.id,
+                "state": t.state,
+                "name": t.name,
+                "statement": t.statement,
+                "parent_goal_id": t.parent_goal_id,
+                "priority": t.priority,
+                "claimed_by": t.claimed_by,
+                "lease_until": t.lease_until.isoformat() if t.lease_until else None,
+                "proof": " ".join(t.proof) if t.proof else None,
+                "created_at": t.created_at.isoformat(),
+            }
+            for t in reversed(self.ledger.tickets())
+        ]
+
     def goals(
         self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
     ) -> list[dict[str, Any]]:
