@@ -18,6 +18,7 @@ from proof_orchestrator.strategies.lean_tactics import (
     LeanQuickStrategy,
     forall_names,
     goal_variables,
+    has_grind,
     suggestions,
 )
 
@@ -184,6 +185,13 @@ def test_goal_variables() -> None:
     assert forall_names("⊢ ∀ n m : Nat, n + m = m + n") == ["n", "m"]
     assert forall_names("⊢ ∀ {α : Type} (l : List α), l ++ [] = l") == ["α", "l"]
     assert forall_names("h : p\n⊢ p ∧ p") == []
+
+
+def test_grind_only_where_the_toolchain_has_it() -> None:
+    assert has_grind("leanprover/lean4:v4.24.0")
+    assert has_grind("leanprover/lean4:v4.33.0-rc2")
+    assert not has_grind("leanprover/lean4:v4.9.0")
+    assert has_grind("")
 
 
 async def test_repls_are_recycled_and_memory_capped(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "LeanQuickStrategy",
     "forall_names",
     "goal_variables",
+    "has_grind",
     "suggestions",
 ]
 
@@ -47,8 +48,9 @@ CORE_TACTICS: tuple[str, ...] = (
     "intros; omega",
     "simp_all <;> omega",
     "exact?",
-    "grind",
 )
+#: ``grind`` arrived in Lean v4.22; offered when the toolchain has it (or is unknown)
+GRIND_SINCE = (4, 22)
 MATHLIB_TACTICS: tuple[str, ...] = (
     "norm_num",
     "linarith",
@@ -75,6 +77,14 @@ PER_VARIABLE_TACTICS: tuple[str, ...] = (
 _SEARCHING = ("exact?", "apply?", "aesop?", "search_proof", "hint", "rw?", "simp?")
 _INDUCTIVE = re.compile(r"^(?:ℕ|Nat|ℤ|Int|Bool|List\b.*|Option\b.*|Fin\b.*|Array\b.*)$")
 _TRY_THIS = re.compile(r"Try th(?:is|ese):\s*(?P<body>.*)", re.S)
+
+
+def has_grind(toolchain: str) -> bool:
+    """Does ``leanprover/lean4:v4.X.Y`` have ``grind``? Unknown toolchains are assumed to."""
+    match = re.search(r"v(\d+)\.(\d+)", toolchain)
+    if match is None:
+        return True
+    return (int(match.group(1)), int(match.group(2))) >= GRIND_SINCE
 
 
 def goal_variables(goal_text: str) -> list[str]:
@@ -140,6 +150,8 @@ class LeanQuickStrategy:
     def tactics(self, session: LeanSession) -> list[str]:
         header = session.chain[0] if session.chain else ""
         tactics = list(CORE_TACTICS)
+        if has_grind(session.prover.project.toolchain):
+            tactics.append("grind")
         if re.search(r"^import Mathlib", header, re.M):
             tactics += MATHLIB_TACTICS
         if session.prover.project.depends_on("LeanCopilot") or "LeanCopilot" in header:
