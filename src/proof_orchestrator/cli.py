@@ -37,6 +37,7 @@ from .dashboard import create_app
 from .dashboard.report import render_html, render_markdown
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
+from .evaluate import evaluate, write_result
 from .gitops import GitError, GitRepo, ProofBranch, publish
 from .goals import Budget, Outcome
 from .golf import golf_files
@@ -781,6 +782,69 @@ def doctor_command(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
         out.print(table)
     if any(c.need == "required" and not c.found for c in checks):
         raise typer.Exit(1)
+
+
+@app.command("eval")
+def eval_command(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Coq files or folders whose Qed proofs to re-prove")
+    ],
+    budget: Annotated[float, typer.Option(help="CPU seconds per goal and per arm")] = 10.0,
+    baseline: Annotated[
+        list[str] | None, typer.Option(help="peers run on the same goals: hammer, tactics")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the arm order")] = 0,
+    workers: Annotated[int, typer.Option(help="files evaluated at once")] = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="where the result JSON goes")] = Path(
+        "bench/results"
+    ),
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Hide each Qed proof and re-prove it with only what precedes it (position-faithful)."""
+    files = [p for p in collect_files(paths) if p.suffix == ".v"] if paths else []
+    if not files:
+        raise _fail("no .v files to evaluate", EXIT_BAD_INPUT)
+    try:
+        resolve("coqtop")
+    except ProverNotFound as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    progress = _Tracker("eval")
+    try:
+        with progress.live(), contextlib.redirect_stdout(sys.stderr):
+            result = _run(
+                evaluate(
+                    files,
+                    budget=budget,
+                    baselines=baseline or (),
+                    seed=seed,
+                    limit=limit,
+                    workers=workers,
+                    on_goal=lambda row: progress.progress.update(progress.task, advance=1),
+                )
+            )
+    except OrchError as exc:
+        raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    path = write_result(result, out_dir)
+    if as_json:
+        out.print_json(json.dumps({k: v for k, v in result.items() if k != "rows"}))
+        return
+    table = Table(title=f"orch eval: {result['goals']} goals, {budget:g} CPU s each")
+    for column in ("arm", "solved", "rate", "CPU s", "PAR-2", "by strategy"):
+        table.add_column(column)
+    for arm, a in result["arms"].items():
+        table.add_row(
+            arm,
+            str(a["solved"]),
+            f"{a['rate']:.1%}",
+            f"{a['cpu_seconds']:.0f}",
+            f"{a['par2']:.2f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(a["per_strategy"].items())),
+        )
+    out.print(table)
+    if "baselines_union" in result:
+        out.print(f"baselines together: {result['baselines_union']} goals")
+    out.print(f"Result: {path}")
 
 
 @app.command("golf")

@@ -211,7 +211,10 @@ class CoqSession:
             shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
             display = shown.output
         if _NO_MORE_GOALS.search(display):
-            return TacticResult(TacticStatus.COMPLETE, new_state, cpu_seconds=reply.cpu_seconds)
+            # the output can carry information (e.g. hammer's reconstruction tactic)
+            return TacticResult(
+                TacticStatus.COMPLETE, new_state, message=display, cpu_seconds=reply.cpu_seconds
+            )
         return TacticResult(
             TacticStatus.GOALS,
             new_state,
@@ -234,6 +237,45 @@ class CoqSession:
         if result is None:
             raise ValueError("run_script needs at least one sentence")
         return TacticResult(result.status, result.state, result.goals, result.message, cpu)
+
+    async def qed_check(
+        self, sentences: Sequence[str], name: str, timeout: float
+    ) -> tuple[bool, str]:
+        """Run ``sentences`` from the root, close with ``Qed.`` and print the assumptions.
+
+        Returns (the kernel accepted the proof, the ``Print Assumptions`` output).
+        The session is back at its root afterwards.
+        """
+        result = await self.run_script(sentences, self.root, timeout=timeout)
+        if result.status is not TacticStatus.COMPLETE:
+            return False, result.message
+        top = self._require_top()
+        before = top.current
+        closed = await top.send("Qed.", self._prover.settings.load_timeout, checked=True)
+        if closed.state == before:
+            await self.back_to(self.root)
+            return False, closed.output
+        assumptions = await top.send(
+            f"Print Assumptions {name}.", self._prover.settings.load_timeout
+        )
+        reply = await top.send(
+            f"BackTo {self.root.token}.", self._prover.settings.load_timeout, checked=True
+        )
+        if reply.state != self.root.token:
+            raise ProverError(f"BackTo {self.root.token} landed on state {reply.state}")
+        self._current = self.root
+        return True, assumptions.output
+
+    async def query(self, command: str) -> str:
+        """Run a read-only vernacular query (``Print Libraries.``) and return its output.
+
+        The proof state is restored afterwards.
+        """
+        top = self._require_top()
+        origin = self.current
+        reply = await top.send(command, self._prover.settings.load_timeout)
+        await self._return_after_query(top, origin)
+        return reply.output
 
     async def locate_ltac(self, qualified: str) -> str | None:
         """The name under which Ltac ``qualified`` is usable here, or None if it is not loaded.

@@ -154,11 +154,16 @@ class _QuickTactics(abc.ABC):
         last_message = ""
         outcome = Outcome.FAILED
         scripts = await self.scripts(session)
-        for index in range(0, len(scripts), self.batch_size):
-            if session.cpu_seconds() - cpu_start >= budget.cpu_seconds:
+        index = 0
+        while index < len(scripts):
+            left = budget.cpu_seconds - (session.cpu_seconds() - cpu_start)
+            if left <= 0:
                 outcome = Outcome.TIMEOUT
                 break
-            batch = scripts[index : index + self.batch_size]
+            # a batch whose scripts all time out costs `size` timeouts: stay within the budget
+            size = max(1, min(self.batch_size, int(left // seconds)))
+            batch = scripts[index : index + size]
+            index += size
             tried += len(batch)
             batch_started = time.monotonic()
             result = await session.run_tactic(

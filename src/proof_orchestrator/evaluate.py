@@ -1,0 +1,366 @@
+"""``orch eval``: hide each ``Qed`` proof and re-prove it, ours against peers, in one run.
+
+For every ``Qed`` proof of the given files, in file order, a session is opened
+just after the lemma's statement, with only what precedes it in scope (the
+file's earlier lemmas with their proofs, and the libraries loaded so far):
+position-faithful. CoqHammer is loaded in front of every file
+(``From Hammer Require Import Hammer``), so that ``hammer`` can run; the files
+to evaluate must not be among the ~200 library modules it loads, or their
+lemmas would be in scope (``orch eval`` refuses such files).
+
+Each goal is attempted by each *arm*, in an order shuffled per goal, each with
+the same CPU budget:
+
+* ``portfolio``: our strategies one after another, cheapest first, within
+  the budget (quick tactics, ``sauto``, retrieval, best-first search with the
+  k-NN model mined from the file's earlier proofs, then ``hammer`` with what
+  is left);
+* ``hammer`` (``--baseline hammer``): CoqHammer's ``hammer`` alone;
+* ``tactics`` (``--baseline tactics``): a fixed list of standard tactics.
+
+A proof counts only after ``Qed`` succeeds in the session and ``Print
+Assumptions`` shows no axiom other than those the file declares itself. The
+report gives, per arm, the solved count and rate, CPU seconds and PAR-2
+(the mean of the CPU time of solved goals and twice the budget for the
+others), and, for the portfolio, which strategy proved what.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .coqscript import check_script
+from .errors import OrchError, ProverError, ScriptRejected
+from .goals import Budget, Outcome
+from .project.coq_holes import CoqHole, declared_axioms, qed_proofs
+from .project.coqproject import project_for
+from .provers.coq import CoqProver, CoqSession, CoqSettings, PrefixError
+from .strategies.base import Strategy, StrategyResult
+from .strategies.hammer import HAMMER_PREAMBLE, HammerStrategy, SautoStrategy, hammer_environment
+from .strategies.knn import FileModels
+from .strategies.micro import InductionStrategy, MicroStrategy, _QuickTactics
+from .strategies.retrieval import RetrievalStrategy
+from .strategies.search import SearchStrategy
+
+__all__ = ["ARMS", "TACTICS_BASELINE", "EvalError", "evaluate", "par2"]
+
+#: the fixed tactic list of the ``tactics`` baseline
+TACTICS_BASELINE = (
+    "trivial.",
+    "auto.",
+    "easy.",
+    "intuition.",
+    "tauto.",
+    "congruence.",
+    "firstorder.",
+    "eauto.",
+    "intros; auto with *.",
+    "intros; subst; auto.",
+    "intros; simpl; auto.",
+    "intros; lia.",
+)
+ARMS = ("portfolio", "hammer", "tactics")
+#: the portfolio's order, with the share of the budget each may use at most
+PORTFOLIO = (
+    ("micro", 0.12),
+    ("induction", 0.15),
+    ("sauto", 0.15),
+    ("retrieval", 0.12),
+    ("search", 0.2),
+    ("hammer", 1.0),
+)
+
+
+class EvalError(OrchError):
+    """The files cannot be evaluated as asked."""
+
+
+class _FixedTactics(_QuickTactics):
+    name = "tactics"
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
+        return [t for t in TACTICS_BASELINE if "lia" not in t or lia is not None]
+
+
+@dataclass(slots=True)
+class ArmResult:
+    solved: bool
+    cpu_seconds: float
+    wall_seconds: float
+    strategy: str = ""
+    script: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(slots=True)
+class GoalRow:
+    file: str
+    name: str
+    order: list[str]
+    arms: dict[str, ArmResult] = field(default_factory=dict)
+
+
+def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
+    """Mean of the CPU time of solved goals and twice the budget for the others."""
+    if not rows:
+        return 0.0
+    total = sum(
+        r.arms[arm].cpu_seconds if r.arms[arm].solved else 2 * budget for r in rows if arm in r.arms
+    )
+    return total / len(rows)
+
+
+async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list[str]:
+    """Logical names that CoqHammer's load brings in, among the evaluated stdlib files."""
+    from .goals import Goal, HoleKind
+
+    probe = Goal(Path("probe.v"), 0, "probe", "Lemma probe : True.", HoleKind.ADMITTED, "probe")
+    async with prover.session_at(probe, [*HAMMER_PREAMBLE, "Lemma probe : True."]) as session:
+        loaded = set(re.findall(r"\b(Coq(?:\.[\w']+)+)", await session.query("Print Libraries.")))
+    clashes = []
+    for path in files:
+        parts = path.resolve().parts
+        if "theories" in parts:
+            logical = "Coq." + ".".join(parts[parts.index("theories") + 1 :])[: -len(".v")]
+            if logical in loaded:
+                clashes.append(f"{path} ({logical})")
+    return clashes
+
+
+async def _run_arm(
+    arm: str,
+    session: CoqSession,
+    hole: CoqHole,
+    budget: Budget,
+    models: FileModels,
+) -> tuple[StrategyResult | None, str]:
+    """The arm's first candidate (or None) and the strategy that found it."""
+    if arm == "hammer":
+        found = await HammerStrategy().prove(session, hole.goal, budget)
+        return (found, "hammer") if found.outcome is Outcome.CANDIDATE else (None, "")
+    if arm == "tactics":
+        found = await _FixedTactics().prove(session, hole.goal, budget)
+        return (found, "tactics") if found.outcome is Outcome.CANDIDATE else (None, "")
+    strategies: dict[str, Strategy] = {
+        "micro": MicroStrategy(),
+        "induction": InductionStrategy(),
+        "sauto": SautoStrategy(),
+        "retrieval": RetrievalStrategy(),
+        "search": SearchStrategy(models),
+        "hammer": HammerStrategy(),
+    }
+    start = session.cpu_seconds()
+    for name, share in PORTFOLIO:
+        left = budget.cpu_seconds - (session.cpu_seconds() - start)
+        if left <= 0.3:
+            break
+        cap = min(left, max(1.0, share * budget.cpu_seconds))
+        part = Budget(cap, budget.tactic_seconds, budget.grace_seconds)
+        found = await strategies[name].prove(session, hole.goal, part)
+        if found.outcome is Outcome.CANDIDATE:
+            return found, name
+    return None, ""
+
+
+async def evaluate(
+    paths: Sequence[Path],
+    *,
+    budget: float = 10.0,
+    baselines: Sequence[str] = (),
+    seed: int = 0,
+    limit: int | None = None,
+    tactic_seconds: float = 1.0,
+    on_goal: Callable[[GoalRow], None] | None = None,
+    workers: int = 1,
+) -> dict[str, Any]:
+    """Run the evaluation; returns the result (also meant to be written as JSON)."""
+    unknown = set(baselines) - {"hammer", "tactics"}
+    if unknown:
+        raise EvalError(f"unknown baseline(s): {', '.join(sorted(unknown))} (hammer, tactics)")
+    hammer_environment()
+    files = [p.resolve() for p in paths]
+    arms = ["portfolio", *dict.fromkeys(baselines)]
+    rng = random.Random(seed)
+    started = time.monotonic()
+    per_goal = Budget(budget, tactic_seconds, 5.0)
+    settings = CoqSettings(max_idle=2)
+    probe = CoqProver(settings=settings)
+    try:
+        clashes = await _in_hammer_libraries(probe, files)
+    finally:
+        await probe.aclose()
+    if clashes:
+        raise EvalError(
+            "not position-faithful: CoqHammer's load already brings in "
+            + ", ".join(clashes)
+            + ". Evaluate files that it does not load."
+        )
+    jobs: list[tuple[Path, str, CoqHole, list[str]]] = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for hole, _ in qed_proofs(path, text):
+            order = list(arms)
+            rng.shuffle(order)
+            jobs.append((path, text, hole, order))
+    if limit is not None:
+        jobs = jobs[:limit]
+    rows: list[GoalRow] = []
+    by_file: dict[Path, list[tuple[Path, str, CoqHole, list[str]]]] = {}
+    for job in jobs:
+        by_file.setdefault(job[0], []).append(job)
+
+    async def run_file(file_jobs: list[tuple[Path, str, CoqHole, list[str]]]) -> None:
+        path = file_jobs[0][0]
+        project = project_for(path)
+        prover = CoqProver(project.flags, cwd=str(project.root), settings=settings)
+        models = FileModels()
+        try:
+            for _, text, hole, order in file_jobs:
+                rows.append(await _goal(prover, models, path, text, hole, order, per_goal))
+                if on_goal is not None:
+                    on_goal(rows[-1])
+        finally:
+            await prover.aclose()
+
+    queue = list(by_file.values())
+
+    async def worker() -> None:
+        while queue:
+            await run_file(queue.pop(0))
+
+    await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+    return _summary(rows, arms, budget, time.monotonic() - started, files, seed, workers)
+
+
+async def _goal(
+    prover: CoqProver,
+    models: FileModels,
+    path: Path,
+    text: str,
+    hole: CoqHole,
+    order: list[str],
+    budget: Budget,
+) -> GoalRow:
+    row = GoalRow(str(path), hole.goal.name, order)
+    allowed = declared_axioms(text[: hole.statement_start])
+    prefix = [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
+    for arm in order:
+        began = time.monotonic()
+        try:
+            mined_before = models.cpu_seconds
+            async with prover.session_at(hole.goal, prefix) as session:
+                found, strategy = await _run_arm(arm, session, hole, budget, models)
+                # replaying earlier proofs for the k-NN model is charged to the arm that asked
+                cpu = session.cpu_seconds() + (models.cpu_seconds - mined_before)
+                solved, note = False, ""
+                script: tuple[str, ...] = ()
+                if found is not None:
+                    try:
+                        script = check_script(found.sentences)
+                        ok, assumptions = await session.qed_check(
+                            script, hole.goal.name, budget.tactic_seconds + 5
+                        )
+                        extra = _new_axioms(assumptions, allowed) if ok else ["(Qed failed)"]
+                        solved = ok and not extra
+                        note = "" if solved else "rejected: " + ", ".join(extra)
+                    except ScriptRejected as exc:
+                        note = f"rejected: {exc}"
+        except (ProverError, PrefixError) as exc:
+            row.arms[arm] = ArmResult(False, 0.0, time.monotonic() - began, note=f"error: {exc}")
+            continue
+        row.arms[arm] = ArmResult(
+            solved, cpu, time.monotonic() - began, strategy if solved else "", script, note
+        )
+    return row
+
+
+def _new_axioms(output: str, allowed: frozenset[str]) -> list[str]:
+    """Axioms in a ``Print Assumptions`` output that the file does not declare itself.
+
+    Section variables are not axioms; only the ``Axioms:`` part counts.
+    """
+    if "Closed under the global context" in output or "Axioms:" not in output:
+        return []
+    part = output.split("Axioms:", 1)[1]
+    part = re.split(r"\n(?:Section Variables|Opaque constants|Transparent constants)", part)[0]
+    names = re.findall(r"^([\w'.]+)\s*:", part, re.M)
+    return [n for n in names if n.rsplit(".", 1)[-1] not in allowed]
+
+
+def _summary(
+    rows: list[GoalRow],
+    arms: list[str],
+    budget: float,
+    wall: float,
+    files: Sequence[Path],
+    seed: int,
+    workers: int,
+) -> dict[str, Any]:
+    per_arm: dict[str, dict[str, Any]] = {}
+    for arm in arms:
+        solved = [r for r in rows if r.arms.get(arm) and r.arms[arm].solved]
+        wins: dict[str, int] = {}
+        for r in solved:
+            wins[r.arms[arm].strategy] = wins.get(r.arms[arm].strategy, 0) + 1
+        per_arm[arm] = {
+            "solved": len(solved),
+            "rate": round(len(solved) / len(rows), 4) if rows else 0.0,
+            "cpu_seconds": round(sum(r.arms[arm].cpu_seconds for r in rows if arm in r.arms), 2),
+            "par2": round(par2(rows, arm, budget), 3),
+            "per_strategy": wins,
+        }
+    result: dict[str, Any] = {
+        "kind": "orch-eval",
+        "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        "files": [str(p) for p in files],
+        "goals": len(rows),
+        "budget_cpu_seconds": budget,
+        "seed": seed,
+        "workers": workers,
+        "wall_seconds": round(wall, 1),
+        "arms": per_arm,
+    }
+    baselines = [a for a in arms if a != "portfolio"]
+    if baselines:
+        union = sum(1 for r in rows if any(r.arms[a].solved for a in baselines if a in r.arms))
+        result["baselines_union"] = union
+        if "hammer" in per_arm and per_arm["hammer"]["solved"]:
+            result["portfolio_over_hammer"] = round(
+                per_arm["portfolio"]["solved"] / per_arm["hammer"]["solved"], 3
+            )
+    result["rows"] = [
+        {
+            "file": r.file,
+            "name": r.name,
+            "order": r.order,
+            "arms": {
+                a: {
+                    "solved": v.solved,
+                    "cpu_seconds": round(v.cpu_seconds, 3),
+                    "strategy": v.strategy,
+                    "script": " ".join(v.script),
+                    "note": v.note,
+                }
+                for a, v in r.arms.items()
+            },
+        }
+        for r in rows
+    ]
+    return result
+
+
+def write_result(result: dict[str, Any], out_dir: Path) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{result['timestamp']}-eval.json"
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return path

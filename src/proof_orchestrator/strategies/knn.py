@@ -1,0 +1,188 @@
+"""Learning from proofs, the way Tactician does: k-nearest neighbours over proof states.
+
+Pairs (proof state, tactic) are mined by replaying finished ``Qed`` proofs
+through the prover: before each sentence of the proof, the first goal as Coq
+prints it, then the sentence. A new state gets the tactics of its nearest
+stored states, by cosine similarity of cheap features: the identifiers of
+the conclusion and of the hypotheses (kept apart), the conclusion's head and
+shape, and identifier bigrams of the conclusion, hashed into integers.
+
+Position-faithful by construction: :class:`FileModels` mines a file's proofs
+from the sentences a session has loaded, that is, only the lemmas *before*
+the hole; the hidden proof and everything after it are never seen. No torch:
+plain Python dictionaries.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..coqsyntax import one_sentence
+from ..errors import ProverError, SourceSyntaxError
+from ..goals import Goal, HoleKind
+from ..provers.base import TacticStatus
+from ..provers.coq import CoqSession, PrefixError
+
+__all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix"]
+
+_IDENT = re.compile(r"[A-Za-z_][\w'.]*")
+_LEMMA = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
+    r"(?:Lemma|Theorem|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)"
+)
+
+
+def _hash(text: str) -> int:
+    return zlib.crc32(text.encode()) & 0xFFFFF
+
+
+def features(goal_text: str) -> dict[int, float]:
+    """Hashed features of a goal display (hypotheses above ``====``, conclusion below)."""
+    above, _, below = goal_text.rpartition("=====")
+    below = below.lstrip("=")
+    if not _:
+        above, below = "", goal_text
+    conclusion = _IDENT.findall(below)
+    counts: Counter[int] = Counter()
+    for word in conclusion:
+        counts[_hash("c:" + word)] += 2
+    for left, right in itertools.pairwise(conclusion):
+        counts[_hash(f"b:{left}>{right}")] += 1
+    for line in above.splitlines():
+        _, colon, kind = line.partition(":")
+        if colon:
+            for word in _IDENT.findall(kind):
+                counts[_hash("h:" + word)] += 1
+    stripped = below.strip()
+    if conclusion:
+        counts[_hash("head:" + conclusion[0])] += 3
+    for shape in ("forall", "->", "=", "/\\", "\\/", "~", "<->", "<=", "<"):
+        if shape in stripped:
+            counts[_hash("s:" + shape)] += 1
+    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
+    return {k: v / norm for k, v in counts.items()}
+
+
+def _cosine(a: dict[int, float], b: dict[int, float]) -> float:
+    if len(a) > len(b):
+        a, b = b, a
+    return sum(v * b.get(k, 0.0) for k, v in a.items())
+
+
+@dataclass(slots=True)
+class TacticModel:
+    """Stored (state features, tactic) pairs and the nearest-neighbour suggestion."""
+
+    pairs: list[tuple[dict[int, float], str]] = field(default_factory=list)
+
+    def add(self, goal_text: str, tactic: str) -> None:
+        self.pairs.append((features(goal_text), tactic))
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def suggest(self, goal_text: str, k: int = 8, neighbours: int = 24) -> list[tuple[str, float]]:
+        """Up to ``k`` tactics with scores, from the ``neighbours`` most similar states."""
+        if not self.pairs:
+            return []
+        query = features(goal_text)
+        scored = sorted(
+            ((_cosine(query, f), tactic) for f, tactic in self.pairs), key=lambda p: -p[0]
+        )[:neighbours]
+        votes: dict[str, float] = {}
+        for score, tactic in scored:
+            if score > 0:
+                votes[tactic] = votes.get(tactic, 0.0) + score
+        return sorted(votes.items(), key=lambda p: -p[1])[:k]
+
+
+@dataclass(frozen=True, slots=True)
+class _Proof:
+    name: str
+    #: index of the statement in the loaded sentences
+    statement: int
+    #: the proof's sentences after the statement (``Proof.`` included), ``Qed.`` excluded
+    body: tuple[str, ...]
+
+
+def proofs_in_prefix(prefix: Sequence[str]) -> list[_Proof]:
+    """The ``Qed`` proofs among loaded sentences, in order."""
+    found: list[_Proof] = []
+    index = 0
+    while index < len(prefix):
+        match = _LEMMA.match(prefix[index])
+        if match is None:
+            index += 1
+            continue
+        end = index + 1
+        while end < len(prefix) and prefix[end].split()[0].rstrip(".") not in (
+            "Qed",
+            "Defined",
+            "Admitted",
+            "Abort",
+        ):
+            end += 1
+        if end < len(prefix) and prefix[end].startswith("Qed"):
+            found.append(_Proof(match.group(1), index, tuple(prefix[index + 1 : end])))
+        index = end + 1
+    return found
+
+
+class FileModels:
+    """One model per file, fed by mining its proofs in order as holes further down need them."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, tuple[TacticModel, set[str]]] = {}
+        #: CPU seconds spent replaying proofs to mine them
+        self.cpu_seconds = 0.0
+
+    async def model_for(self, session: CoqSession, *, max_new: int = 400) -> TacticModel:
+        """The model of ``session``'s file, with every proof before the hole mined."""
+        key = str(session.goal.file)
+        model, mined = self._models.setdefault(key, (TacticModel(), set()))
+        prefix = session.prefix
+        fresh = [p for p in proofs_in_prefix(prefix[:-1]) if p.name not in mined][:max_new]
+        for proof in fresh:
+            mined.add(proof.name)
+            await self._mine(session, prefix, proof, model)
+        return model
+
+    async def _mine(
+        self, session: CoqSession, prefix: Sequence[str], proof: _Proof, model: TacticModel
+    ) -> None:
+        opener = 1 if proof.body and proof.body[0].startswith("Proof") else 0
+        codes = list(prefix[: proof.statement + 1 + opener])
+        goal = Goal(session.goal.file, 0, proof.name, prefix[proof.statement], HoleKind.PROVED, "")
+        try:
+            async with session.prover.session_at(goal, codes) as replay:
+                try:
+                    await self._replay(replay, proof.body[opener:], model)
+                finally:
+                    self.cpu_seconds += replay.cpu_seconds()
+        except (ProverError, PrefixError):
+            return
+
+    @staticmethod
+    async def _replay(replay: CoqSession, body: Sequence[str], model: TacticModel) -> None:
+        state = replay.root
+        display = (await replay.run_tactic("idtac.", state, timeout=5)).goals
+        for sentence in body:
+            try:
+                bullet = one_sentence(sentence).is_bullet_or_brace
+            except SourceSyntaxError:
+                return
+            result = await replay.run_tactic(sentence, state, timeout=5)
+            if not result.ok:
+                return
+            if not bullet and display:
+                model.add(display[0], sentence)
+            state = result.state
+            if result.status is TacticStatus.COMPLETE:
+                return
+            display = result.goals

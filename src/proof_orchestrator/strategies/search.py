@@ -1,0 +1,212 @@
+"""Best-first search over proof states (Coq).
+
+A state is expanded with candidate tactics from every generator: the
+k-nearest-neighbour model mined from the file's earlier proofs
+(:mod:`.knn`), the premises that rank best against the goal (:mod:`.retrieval`:
+``rewrite L``, ``apply L``), a few closing tactics, and structural steps
+(``intros``, ``simpl``, ``split``, ``constructor``). Each candidate is run from
+the state in the session (which goes back to any earlier state). States are
+scored by cost so far (depth, open goals) minus the model's confidence in the
+tactic that led there, and identical states (same goals) are merged. Depth
+and expansions are limited and the CPU budget is honoured.
+
+The proof found is a flat list of sentences; where a step opens several
+subgoals, bullets are added (``-``, ``+``, ``*``) so that the script reads like
+a hand-written one. The bulleted script is checked in the session; if it does
+not replay, the flat one is returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ..goals import Budget, Goal, Outcome
+from ..provers.base import ProofState, TacticStatus
+from ..provers.coq import CoqSession
+from .base import StrategyResult
+from .knn import FileModels
+from .retrieval import PremiseIndex, index_for
+
+__all__ = ["CLOSERS", "STRUCTURAL", "SearchStrategy", "bulletize"]
+
+CLOSERS = (
+    "reflexivity.",
+    "assumption.",
+    "auto.",
+    "easy.",
+    "congruence.",
+    "discriminate.",
+    "intuition.",
+    "eauto.",
+)
+STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
+_BULLETS = ("-", "+", "*", "--", "++", "**")
+
+
+def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """``steps`` with bullets: ``counts[i]`` goals before step i, ``counts[-1]`` after the last.
+
+    Each step works on the first goal; a step that leaves ``m >= 2`` goals in its
+    place opens ``m`` bullets, one per subgoal.
+    """
+    out: list[str] = []
+
+    def solve(index: int, depth: int) -> int:
+        while index < len(steps):
+            made = counts[index + 1] - counts[index] + 1
+            out.append(steps[index])
+            index += 1
+            if made == 0:
+                return index
+            if made >= 2:
+                for _ in range(made):
+                    out.append(_BULLETS[min(depth, len(_BULLETS) - 1)])
+                    index = solve(index, depth + 1)
+                return index
+        return index
+
+    solve(0, 0)
+    return out
+
+
+@dataclass(order=True, slots=True)
+class _Node:
+    priority: float
+    order: int
+    state: ProofState = field(compare=False)
+    goals: tuple[str, ...] = field(compare=False)
+    steps: tuple[str, ...] = field(compare=False)
+    counts: tuple[int, ...] = field(compare=False)
+
+
+def _fingerprint(goals: Sequence[str]) -> str:
+    return hashlib.sha256("\x00".join(" ".join(g.split()) for g in goals).encode()).hexdigest()
+
+
+class SearchStrategy:
+    """Best-first search with learned, retrieved, closing and structural candidates."""
+
+    name = "search"
+    weight = "heavy"
+
+    def __init__(
+        self,
+        models: FileModels | None = None,
+        *,
+        max_depth: int = 6,
+        max_expansions: int = 60,
+        per_node: int = 14,
+    ) -> None:
+        self.models = models if models is not None else FileModels()
+        self.max_depth = max_depth
+        self.max_expansions = max_expansions
+        self.per_node = per_node
+
+    async def _candidates(
+        self, session: CoqSession, goal_text: str, index: PremiseIndex | None, lia: str | None
+    ) -> list[tuple[str, float]]:
+        model = await self.models.model_for(session)
+        found: list[tuple[str, float]] = list(model.suggest(goal_text, k=8))
+        found += [(c, 0.0) for c in CLOSERS]
+        if lia:
+            found.append((f"{lia}.", 0.0))
+        if index is not None:
+            for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
+                found += [
+                    (f"rewrite {premise.name}.", 0.0),
+                    (f"apply {premise.name}.", 0.0),
+                    (f"rewrite <- {premise.name}.", 0.0),
+                ]
+        found += [(s, 0.0) for s in STRUCTURAL]
+        unique: dict[str, float] = {}
+        for tactic, score in found:
+            unique.setdefault(tactic, score)
+        return list(unique.items())[: self.per_node + 10]
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        del goal
+        started = time.monotonic()
+        cpu_start = session.cpu_seconds()
+        tried = 0
+
+        def spent() -> float:
+            return session.cpu_seconds() - cpu_start
+
+        def result(outcome: Outcome, script: Sequence[str] = ()) -> StrategyResult:
+            return StrategyResult(
+                outcome, tuple(script), tried, spent(), time.monotonic() - started
+            )
+
+        try:
+            index: PremiseIndex | None = await index_for(session)
+        except Exception:  # retrieval is a help, never a reason to fail the search
+            index = None
+        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
+        seconds = max(1.0, budget.tactic_seconds)
+        first = await session.run_tactic("idtac.", session.root, timeout=seconds)
+        if not first.goals:
+            return result(Outcome.FAILED)
+        counter = itertools.count()
+        frontier = [_Node(0.0, next(counter), session.root, first.goals, (), (len(first.goals),))]
+        seen = {_fingerprint(first.goals)}
+        expansions = 0
+        timed_out = False
+        while frontier and expansions < self.max_expansions:
+            if spent() >= budget.cpu_seconds:
+                timed_out = True
+                break
+            node = heapq.heappop(frontier)
+            expansions += 1
+            # coqtop keeps one line of states: trying a sibling drops the states after it,
+            # so a node's state is rebuilt from its script before it is expanded
+            state = session.root
+            if node.steps:
+                reached = await session.run_script(node.steps, session.root, timeout=seconds)
+                if reached.status is not TacticStatus.GOALS:
+                    continue
+                state = reached.state
+            candidates = await self._candidates(session, node.goals[0], index, lia)
+            for tactic, confidence in candidates:
+                if spent() >= budget.cpu_seconds:
+                    timed_out = True
+                    break
+                tried += 1
+                step = await session.run_tactic(tactic, state, timeout=seconds)
+                if step.status is TacticStatus.COMPLETE:
+                    steps = (*node.steps, tactic)
+                    counts = (*node.counts, 0)
+                    return result(Outcome.CANDIDATE, await self._readable(session, steps, counts))
+                if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= self.max_depth:
+                    continue
+                key = _fingerprint(step.goals)
+                if key in seen:
+                    continue
+                seen.add(key)
+                priority = len(node.steps) + 1 + 0.5 * len(step.goals) - 2.0 * confidence
+                heapq.heappush(
+                    frontier,
+                    _Node(
+                        priority,
+                        next(counter),
+                        step.state,
+                        step.goals,
+                        (*node.steps, tactic),
+                        (*node.counts, len(step.goals)),
+                    ),
+                )
+        return result(Outcome.TIMEOUT if timed_out else Outcome.FAILED)
+
+    async def _readable(
+        self, session: CoqSession, steps: tuple[str, ...], counts: tuple[int, ...]
+    ) -> list[str]:
+        bulleted = bulletize(steps, counts)
+        if bulleted != list(steps):
+            check = await session.run_script(bulleted, session.root, timeout=5)
+            if check.status is TacticStatus.COMPLETE:
+                return bulleted
+        return list(steps)
