@@ -34,8 +34,10 @@ __all__ = [
     "SAUTO_TACTICS",
     "HammerStrategy",
     "SautoStrategy",
+    "dependencies",
     "hammer_environment",
     "reconstruction",
+    "replacements",
 ]
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
@@ -59,6 +61,32 @@ def hammer_environment() -> None:
     path = os.environ.get("PATH", "")
     if os.path.isdir(HAMMER_LIBEXEC) and HAMMER_LIBEXEC not in path.split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([HAMMER_LIBEXEC, path]) if path else HAMMER_LIBEXEC
+
+
+_DEPENDENCIES = re.compile(r"- dependencies:\s*(?P<names>[^<\n]+)")
+
+
+def dependencies(output: str) -> list[str]:
+    """The lemmas the ATP proof used, as ``hammer`` lists them."""
+    match = _DEPENDENCIES.search(output)
+    if match is None:
+        return []
+    return [n.strip() for n in match.group("names").split(",") if n.strip()]
+
+
+def replacements(output: str) -> list[str]:
+    """Tactics to store instead of ``hammer``: the one it printed, then the ``sauto`` family
+    with the dependencies it found (some printed tactics do not parse on their own)."""
+    found: list[str] = []
+    printed = reconstruction(output)
+    if printed:
+        found.append(printed)
+    names = dependencies(output)
+    if names:
+        use = ", ".join(names)
+        found += [f"hauto use: {use}.", f"sauto use: {use}.", f"qauto use: {use}."]
+        found.append(f"eauto using {use}.")
+    return list(dict.fromkeys(found))
 
 
 def reconstruction(output: str) -> str | None:
@@ -123,10 +151,11 @@ class HammerStrategy:
             return result(Outcome.TIMEOUT)
         if found.status is not TacticStatus.COMPLETE:
             return result(Outcome.FAILED, message=found.message[-300:])
-        tactic = reconstruction(found.message)
-        if tactic is None:
+        tactics = replacements(found.message)
+        if not tactics:
             return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
-        check = await session.run_tactic(tactic, session.root, timeout=max(5.0, atp))
-        if check.status is not TacticStatus.COMPLETE:
-            return result(Outcome.FAILED, message=f"the reconstruction {tactic!r} did not replay")
-        return result(Outcome.CANDIDATE, (tactic,))
+        for tactic in tactics:
+            check = await session.run_tactic(tactic, session.root, timeout=max(5.0, atp))
+            if check.status is TacticStatus.COMPLETE:
+                return result(Outcome.CANDIDATE, (tactic,))
+        return result(Outcome.FAILED, message=f"no reconstruction of {tactics!r} replayed")

@@ -1,0 +1,193 @@
+"""Search, retrieval, the k-NN model and hammer, each with real Coq (issue 4, in progress)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.project.coq_holes import qed_proofs, scan_coq_text
+from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.coq import CoqProver
+from proof_orchestrator.strategies.hammer import (
+    HAMMER_LIBEXEC,
+    HAMMER_PREAMBLE,
+    HammerStrategy,
+    hammer_environment,
+    reconstruction,
+)
+from proof_orchestrator.strategies.knn import FileModels
+from proof_orchestrator.strategies.micro import InductionStrategy, MicroStrategy
+from proof_orchestrator.strategies.retrieval import file_premises, index_for
+from proof_orchestrator.strategies.search import SearchStrategy, bulletize
+
+TWO_STEPS = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Parameter f g h : num -> num.
+Axiom g_is_h : forall n : num, g n = h n.
+Axiom f_h_inverse : forall n : num, f (h n) = n.
+Lemma f_g : forall n : num, f (g n) = n.
+Proof.
+Admitted.
+"""
+
+
+async def test_search_finds_a_proof_no_single_quick_tactic_finds(tmp_path: Path) -> None:
+    path = tmp_path / "T.v"
+    path.write_text(TWO_STEPS, encoding="utf-8")
+    (hole,) = scan_coq_text(path, TWO_STEPS)
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(hole.goal, TWO_STEPS, hole.prefix_end) as session:
+            for quick in (MicroStrategy(), InductionStrategy()):
+                alone = await quick.prove(session, hole.goal, Budget(10, 1, 5))
+                assert alone.outcome is not Outcome.CANDIDATE
+            found = await SearchStrategy().prove(session, hole.goal, Budget(20, 1, 5))
+            assert found.outcome is Outcome.CANDIDATE
+            assert len(found.sentences) >= 2
+            assert any("g_is_h" in s for s in found.sentences)  # a retrieved premise
+            replay = await session.run_script(found.sentences, session.root, timeout=5)
+            assert replay.status is TacticStatus.COMPLETE
+    finally:
+        await prover.aclose()
+
+
+def test_bulletize_opens_a_bullet_per_subgoal() -> None:
+    steps = ("induction n.", "reflexivity.", "simpl.", "rewrite IHn.", "reflexivity.")
+    counts = (1, 2, 1, 1, 1, 0)
+    assert bulletize(steps, counts) == [
+        "induction n.",
+        "-",
+        "reflexivity.",
+        "-",
+        "simpl.",
+        "rewrite IHn.",
+        "reflexivity.",
+    ]
+
+
+ORDERED = """\
+Lemma first_lemma : forall n : nat, n = n.
+Proof. reflexivity. Qed.
+Lemma second_lemma : forall n : nat, n + 0 = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma third_lemma : forall n : nat, 0 + n = n.
+Proof. reflexivity. Qed.
+"""
+
+
+async def test_retrieval_never_offers_the_lemma_under_proof_or_later_ones(tmp_path: Path) -> None:
+    path = tmp_path / "O.v"
+    path.write_text(ORDERED, encoding="utf-8")
+    hole = next(h for h, _ in qed_proofs(path, ORDERED) if h.goal.name == "second_lemma")
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(hole.goal, ORDERED, hole.prefix_end) as session:
+            names = {p.name for p in file_premises(session.prefix)}
+            assert names == {"first_lemma"}
+            index = await index_for(session)
+            ranked = {p.name for p in index.rank("n + 0 = n", k=50)}
+            assert "second_lemma" not in ranked
+            assert "third_lemma" not in ranked
+            assert "first_lemma" in {p.name for p in index.premises}
+    finally:
+        await prover.aclose()
+
+
+LEARN = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint twice (n : num) : num := match n with zero => zero | succ p => succ (succ (twice p)) end.
+Fixpoint half (n : num) : num :=
+  match n with zero => zero | succ zero => zero | succ (succ p) => succ (half p) end.
+Lemma half_twice : forall n : num, half (twice n) = n.
+Proof.
+  intros n. induction n as [| p IHp].
+  - reflexivity.
+  - simpl. rewrite IHp. reflexivity.
+Qed.
+Lemma half_twice_again : forall m : num, half (twice m) = m.
+Proof.
+  intros m. induction m as [| p IHp].
+  - reflexivity.
+  - simpl. rewrite IHp. reflexivity.
+Qed.
+"""
+
+
+async def test_knn_trained_on_earlier_proofs_closes_a_later_similar_goal(tmp_path: Path) -> None:
+    path = tmp_path / "L.v"
+    path.write_text(LEARN, encoding="utf-8")
+    hole = next(h for h, _ in qed_proofs(path, LEARN) if h.goal.name == "half_twice_again")
+    prover = CoqProver(cwd=str(tmp_path))
+    models = FileModels()
+    try:
+        async with prover.session(hole.goal, LEARN, hole.prefix_end) as session:
+            model = await models.model_for(session)
+            # trained on the earlier proof only: the hidden proof was never replayed
+            tactics = [tactic for _, tactic in model.pairs]
+            assert len(tactics) == 6
+            assert "intros n." in tactics
+            assert "intros m." not in tactics
+            after = await session.run_script(
+                ["intros m.", "induction m as [| p IHp].", "-", "reflexivity.", "-", "simpl."],
+                session.root,
+                timeout=5,
+            )
+            assert after.status is TacticStatus.GOALS
+            # follow the model: its first suggestion that applies, then its best next one
+            state, goals = after.state, after.goals
+            used: list[str] = []
+            for _ in range(3):
+                for tactic, _score in model.suggest(goals[0], k=3):
+                    step = await session.run_tactic(tactic, state, timeout=5)
+                    if step.ok:
+                        used.append(tactic)
+                        state, goals = step.state, step.goals
+                        break
+                if not goals:
+                    break
+            assert used == ["rewrite IHp.", "reflexivity."]
+            assert goals == ()
+    finally:
+        await prover.aclose()
+
+
+HAMMERED = """\
+Require Import List.
+Lemma rev_length_again : forall (A : Type) (l : list A), length (rev l) = length l.
+Proof.
+Admitted.
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir(HAMMER_LIBEXEC), reason="CoqHammer's ATPs are missing")
+async def test_hammer_proof_is_stored_as_its_reconstruction_and_needs_no_atp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "H.v"
+    path.write_text(HAMMERED, encoding="utf-8")
+    (hole,) = scan_coq_text(path, HAMMERED)
+    hammer_environment()
+    prover = CoqProver(cwd=str(tmp_path))
+    codes = [*HAMMER_PREAMBLE, *prover._prefix_codes(HAMMERED, hole.prefix_end)]
+    try:
+        async with prover.session_at(hole.goal, codes) as session:
+            found = await HammerStrategy().prove(session, hole.goal, Budget(20, 1, 5))
+        assert found.outcome is Outcome.CANDIDATE
+        (tactic,) = found.sentences
+        assert "hammer" not in tactic
+        assert reconstruction(f"Replace the hammer tactic with: {tactic}") == tactic
+    finally:
+        await prover.aclose()
+    # without the ATPs on PATH, the stored tactic still proves the lemma
+    bare = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != HAMMER_LIBEXEC)
+    monkeypatch.setenv("PATH", bare)
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session_at(hole.goal, codes) as session:
+            check = await session.run_tactic(tactic, session.root, timeout=20)
+            assert check.status is TacticStatus.COMPLETE
+    finally:
+        await prover.aclose()
