@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ProjectError
-from .project.lean_holes import DECLARATION_KEYWORDS, _commands, _keyword, lex
+from .project.lean_holes import declarations
 
 __all__ = [
     "BlueprintNode",
@@ -131,27 +131,13 @@ def parse_blueprint(text: str) -> list[BlueprintNode]:
 
 
 def scan_declarations(paths: Iterable[Path]) -> LeanDeclarations:
-    """Every declaration in the given ``.lean`` files, with whether it contains ``sorry``."""
+    """Every declaration in the given ``.lean`` files, with whether it contains ``sorry``
+    (an ``axiom`` counts as unproved)."""
     sorry: dict[str, bool] = {}
     for path in paths:
-        text = path.read_text(encoding="utf-8")
-        tokens = lex(text)
-        scopes: list[str] = []
-        for a, b in _commands(text, tokens):
-            keyword, k = _keyword(tokens, a, b)
-            following = tokens[k + 1].text if k + 1 < b else ""
-            if keyword == "namespace":
-                scopes.append(following)
-            elif keyword == "section":
-                scopes.append("")
-            elif keyword == "end" and scopes:
-                scopes.pop()
-            elif keyword in DECLARATION_KEYWORDS | {"structure", "inductive", "class", "axiom"}:
-                if keyword == "example" or not following:
-                    continue
-                name = ".".join([*(s for s in scopes if s), following])
-                has_sorry = any(t.text == "sorry" for t in tokens[k:b]) or keyword == "axiom"
-                sorry[name] = sorry.get(name, False) or has_sorry
+        for declaration in declarations(path.read_text(encoding="utf-8")):
+            unproved = declaration.has_sorry or declaration.keyword == "axiom"
+            sorry[declaration.name] = sorry.get(declaration.name, False) or unproved
     return LeanDeclarations(sorry)
 
 

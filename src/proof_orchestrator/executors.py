@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import OrchError, ProverError
-from .goals import Budget
+from .goals import Budget, Outcome
 from .project.coqproject import project_for
 from .project.holes import Hole, language_of
 from .provers.coq import PrefixError
@@ -159,8 +159,6 @@ class ProverWorker:
                     tools, strategy, request.hole, request.text, request.budget
                 )
             except (ProverError, PrefixError) as exc:
-                from .goals import Outcome
-
                 return StrategyResult(Outcome.ERROR, (), 0, 0.0, 0.0, str(exc))
 
     def pid(self) -> int:

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .coqscript import format_script
 from .goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from .ledger import Ledger
-from .provers.base import TacticStatus
+from .provers.base import ProofState, TacticStatus
 from .provers.coq import CoqSession
 from .strategies.base import StrategyResult
 from .strategies.micro import (
@@ -95,12 +95,9 @@ class MarketStrategy:
         self.induction = InductionStrategy()
 
     async def _closer(
-        self, session: CoqSession, state: object, singles: list[str], seconds: float
+        self, session: CoqSession, state: ProofState, singles: list[str], seconds: float
     ) -> str | None:
         """A quick tactic that closes the first of the current goals."""
-        from .provers.base import ProofState
-
-        assert isinstance(state, ProofState)
         before = await session.run_tactic("idtac.", state, timeout=seconds)
         count = len(before.goals)
         for tactic in singles:
@@ -161,15 +158,12 @@ class MarketStrategy:
     async def _plan(
         self,
         session: CoqSession,
-        state: object,
+        state: ProofState,
         count: int,
         singles: list[str],
         seconds: float,
     ) -> tuple[dict[int, str], list[_Stuck]] | None:
         """Close each subgoal with a quick tactic, or describe it as a helper to publish."""
-        from .provers.base import ProofState
-
-        assert isinstance(state, ProofState)
         closers: dict[int, str] = {}
         stuck: list[_Stuck] = []
         current = state
@@ -279,19 +273,20 @@ class MarketStrategy:
             fingerprint=ticket.fingerprint,
         )
         codes = [*before, f"Lemma {name} : {ticket.statement}."]
+        completed = False
         try:
             async with session.prover.session_at(helper_goal, codes) as helper:
                 for strategy in (self.micro, self.induction):
                     found = await strategy.prove(helper, helper_goal, budget)
                     self.extra_cpu += found.cpu_seconds
                     if found.outcome is Outcome.CANDIDATE:
-                        self.ledger.complete_ticket(ticket_id, worker, found.sentences)
-                        return found.sentences
-        except Exception:
-            self.ledger.release_ticket(ticket_id, worker)
-            raise
-        self.ledger.release_ticket(ticket_id, worker)
-        return None
+                        completed = self.ledger.complete_ticket(ticket_id, worker, found.sentences)
+                        return found.sentences if completed else None
+            return None
+        finally:
+            # unproved, failed or cancelled: the ticket goes back to the market at once
+            if not completed:
+                self.ledger.release_ticket(ticket_id, worker)
 
 
 def canonical_statement(statement: str) -> str:

@@ -26,9 +26,11 @@ from ..goals import Goal, HoleKind, fingerprint_of
 
 __all__ = [
     "DECLARATION_KEYWORDS",
+    "Declaration",
     "LeanHole",
     "Token",
     "command_spans",
+    "declarations",
     "declared_axioms",
     "lex",
     "scan_lean_text",
@@ -39,6 +41,8 @@ __all__ = [
 DECLARATION_KEYWORDS = frozenset(
     {"theorem", "lemma", "example", "def", "instance", "abbrev", "opaque"}
 )
+#: commands that declare a named constant
+_NAMED = DECLARATION_KEYWORDS | {"structure", "inductive", "class", "axiom"}
 _MODIFIERS = frozenset(
     {"private", "protected", "noncomputable", "partial", "unsafe", "nonrec", "public"}
 )
@@ -342,11 +346,21 @@ def command_spans(text: str) -> list[tuple[int, int]]:
     return [(tokens[a].start, tokens[b - 1].end) for a, b in _commands(text, tokens)]
 
 
-def declared_axioms(text: str) -> set[str]:
-    """Names of the ``axiom`` declarations of ``text`` (with their namespaces)."""
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """A named declaration command: its keyword, full name, and whether it contains ``sorry``."""
+
+    keyword: str
+    name: str
+    has_sorry: bool
+
+
+def declarations(text: str) -> list[Declaration]:
+    """Every named command of ``text`` (``theorem``, ``def``, ``axiom``, ``structure``, ...),
+    with its name qualified by the enclosing namespaces."""
     tokens = lex(text)
     scopes: list[str] = []
-    found: set[str] = set()
+    found: list[Declaration] = []
     for a, b in _commands(text, tokens):
         keyword, k = _keyword(tokens, a, b)
         following = tokens[k + 1].text if k + 1 < b else ""
@@ -356,9 +370,16 @@ def declared_axioms(text: str) -> set[str]:
             scopes.append("")
         elif keyword == "end" and scopes:
             scopes.pop()
-        elif keyword == "axiom" and following:
-            found.add(".".join([*(s for s in scopes if s), following]))
+        elif keyword in _NAMED and keyword != "example" and following:
+            name = ".".join([*(s for s in scopes if s), following])
+            has_sorry = any(t.text == "sorry" for t in tokens[k:b])
+            found.append(Declaration(keyword, name, has_sorry))
     return found
+
+
+def declared_axioms(text: str) -> set[str]:
+    """Names of the ``axiom`` declarations of ``text`` (with their namespaces)."""
+    return {d.name for d in declarations(text) if d.keyword == "axiom"}
 
 
 def splice_text(sentences: Sequence[str], tactic_mode: bool, column: int, indent: int) -> str:

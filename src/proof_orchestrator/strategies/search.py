@@ -142,10 +142,7 @@ class SearchStrategy:
                 outcome, tuple(script), tried, spent(), time.monotonic() - started
             )
 
-        try:
-            index: PremiseIndex | None = await index_for(session)
-        except Exception:  # retrieval is a help, never a reason to fail the search
-            index = None
+        index = await index_for(session)
         lia = await session.locate_ltac("Coq.micromega.Lia.lia")
         seconds = max(1.0, budget.tactic_seconds)
         first = await session.run_tactic("idtac.", session.root, timeout=seconds)
