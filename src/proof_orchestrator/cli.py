@@ -12,6 +12,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Coroutine
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -37,7 +38,7 @@ from .dashboard import create_app
 from .dashboard.report import render_html, render_markdown
 from .doctor import run_checks
 from .errors import LedgerError, OrchError, PathNotFound, ProverNotFound
-from .evaluate import evaluate, write_result
+from .evaluate import GoalRow, evaluate, write_result
 from .gitops import GitError, GitRepo, ProofBranch, publish
 from .goals import Budget, Outcome
 from .golf import golf_files
@@ -810,6 +811,15 @@ def eval_command(
     except ProverNotFound as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     progress = _Tracker("eval")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    journal = out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
+    solved = 0
+
+    def finished(row: GoalRow) -> None:
+        nonlocal solved
+        solved += row.arms["portfolio"].solved if "portfolio" in row.arms else 0
+        progress.progress.update(progress.task, advance=1, proved=solved)
+
     try:
         with progress.live(), contextlib.redirect_stdout(sys.stderr):
             result = _run(
@@ -820,12 +830,14 @@ def eval_command(
                     seed=seed,
                     limit=limit,
                     workers=workers,
-                    on_goal=lambda row: progress.progress.update(progress.task, advance=1),
+                    on_goal=finished,
+                    journal=journal,
                 )
             )
     except OrchError as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
     path = write_result(result, out_dir)
+    journal.unlink(missing_ok=True)
     if as_json:
         out.print_json(json.dumps({k: v for k, v in result.items() if k != "rows"}))
         return

@@ -11,10 +11,10 @@ lemmas would be in scope (``orch eval`` refuses such files).
 Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:
 
-* ``portfolio``: our strategies one after another, cheapest first, within
-  the budget (quick tactics, ``sauto``, retrieval, best-first search with the
-  k-NN model mined from the file's earlier proofs, then ``hammer`` with what
-  is left);
+* ``portfolio``: our strategies one after another within the budget, each
+  with a cap (:data:`PORTFOLIO`): quick tactics, best-first search (the k-NN
+  model mined from the file's earlier proofs, retrieved premises, closing and
+  structural steps), induction, then ``hammer`` with what is left;
 * ``hammer`` (``--baseline hammer``): CoqHammer's ``hammer`` alone;
 * ``tactics`` (``--baseline tactics``): a fixed list of standard tactics.
 
@@ -23,16 +23,26 @@ Assumptions`` shows no axiom other than those the file declares itself. The
 report gives, per arm, the solved count and rate, CPU seconds and PAR-2
 (the mean of the CPU time of solved goals and twice the budget for the
 others), and, for the portfolio, which strategy proved what.
+
+An arm's CPU time is the prover's (coqtop and the ATPs it ran) plus this
+process's own (search, ranking, features). Once every arm is done with a goal,
+its hidden proof is mined for the k-NN model (it is an earlier proof for the
+goals below); that replay is charged to the portfolio as training time.
+With ``workers > 1`` files are evaluated in separate processes, so each
+process's CPU time belongs to one arm at a time. Rows are appended to a
+journal as they finish, so a crash loses at most the goal in progress.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import random
 import re
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +61,7 @@ from .strategies.micro import InductionStrategy, MicroStrategy, _QuickTactics
 from .strategies.retrieval import RetrievalStrategy
 from .strategies.search import SearchStrategy
 
-__all__ = ["ARMS", "TACTICS_BASELINE", "EvalError", "evaluate", "par2"]
+__all__ = ["ARMS", "TACTICS_BASELINE", "EvalError", "GoalRow", "evaluate", "par2", "write_result"]
 
 #: the fixed tactic list of the ``tactics`` baseline
 TACTICS_BASELINE = (
@@ -71,11 +81,9 @@ TACTICS_BASELINE = (
 ARMS = ("portfolio", "hammer", "tactics")
 #: the portfolio's order, with the share of the budget each may use at most
 PORTFOLIO = (
-    ("micro", 0.12),
-    ("induction", 0.15),
-    ("sauto", 0.15),
-    ("retrieval", 0.12),
-    ("search", 0.2),
+    ("micro", 0.1),
+    ("search", 0.35),
+    ("induction", 0.1),
     ("hammer", 1.0),
 )
 
@@ -108,6 +116,8 @@ class GoalRow:
     name: str
     order: list[str]
     arms: dict[str, ArmResult] = field(default_factory=dict)
+    #: mining this goal's proof for the k-NN model once the arms are done
+    training_cpu_seconds: float = 0.0
 
 
 def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
@@ -137,6 +147,12 @@ async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list
     return clashes
 
 
+def _arm_clock(session: CoqSession) -> Callable[[], float]:
+    """CPU seconds spent since now: the prover's and this thread's."""
+    prover_start, own_start = session.cpu_seconds(), time.thread_time()
+    return lambda: session.cpu_seconds() - prover_start + time.thread_time() - own_start
+
+
 async def _run_arm(
     arm: str,
     session: CoqSession,
@@ -156,12 +172,12 @@ async def _run_arm(
         "induction": InductionStrategy(),
         "sauto": SautoStrategy(),
         "retrieval": RetrievalStrategy(),
-        "search": SearchStrategy(models),
+        "search": SearchStrategy(models, max_expansions=200),
         "hammer": HammerStrategy(),
     }
-    start = session.cpu_seconds()
+    spent = _arm_clock(session)
     for name, share in PORTFOLIO:
-        left = budget.cpu_seconds - (session.cpu_seconds() - start)
+        left = budget.cpu_seconds - spent()
         if left <= 0.3:
             break
         cap = min(left, max(1.0, share * budget.cpu_seconds))
@@ -170,6 +186,10 @@ async def _run_arm(
         if found.outcome is Outcome.CANDIDATE:
             return found, name
     return None, ""
+
+
+#: (file, [(index of the Qed proof in the file, arm order)])
+_FileJobs = tuple[Path, list[tuple[int, list[str]]]]
 
 
 async def evaluate(
@@ -182,8 +202,12 @@ async def evaluate(
     tactic_seconds: float = 1.0,
     on_goal: Callable[[GoalRow], None] | None = None,
     workers: int = 1,
+    journal: Path | None = None,
 ) -> dict[str, Any]:
-    """Run the evaluation; returns the result (also meant to be written as JSON)."""
+    """Run the evaluation; returns the result (also meant to be written as JSON).
+
+    ``journal``, when given, gets one JSON line per finished goal.
+    """
     unknown = set(baselines) - {"hammer", "tactics"}
     if unknown:
         raise EvalError(f"unknown baseline(s): {', '.join(sorted(unknown))} (hammer, tactics)")
@@ -192,9 +216,7 @@ async def evaluate(
     arms = ["portfolio", *dict.fromkeys(baselines)]
     rng = random.Random(seed)
     started = time.monotonic()
-    per_goal = Budget(budget, tactic_seconds, 5.0)
-    settings = CoqSettings(max_idle=2)
-    probe = CoqProver(settings=settings)
+    probe = CoqProver(settings=_SETTINGS)
     try:
         clashes = await _in_hammer_libraries(probe, files)
     finally:
@@ -205,41 +227,122 @@ async def evaluate(
             + ", ".join(clashes)
             + ". Evaluate files that it does not load."
         )
-    jobs: list[tuple[Path, str, CoqHole, list[str]]] = []
+    jobs: list[_FileJobs] = []
+    left = limit
     for path in files:
-        text = path.read_text(encoding="utf-8")
-        for hole, _ in qed_proofs(path, text):
+        count = len(qed_proofs(path, path.read_text(encoding="utf-8")))
+        if left is not None:
+            count = min(count, left)
+            left -= count
+        picks = []
+        for index in range(count):
             order = list(arms)
             rng.shuffle(order)
-            jobs.append((path, text, hole, order))
-    if limit is not None:
-        jobs = jobs[:limit]
-    rows: list[GoalRow] = []
-    by_file: dict[Path, list[tuple[Path, str, CoqHole, list[str]]]] = {}
-    for job in jobs:
-        by_file.setdefault(job[0], []).append(job)
+            picks.append((index, order))
+        if picks:
+            jobs.append((path, picks))
 
-    async def run_file(file_jobs: list[tuple[Path, str, CoqHole, list[str]]]) -> None:
-        path = file_jobs[0][0]
-        project = project_for(path)
-        prover = CoqProver(project.flags, cwd=str(project.root), settings=settings)
-        models = FileModels()
-        try:
-            for _, text, hole, order in file_jobs:
-                rows.append(await _goal(prover, models, path, text, hole, order, per_goal))
-                if on_goal is not None:
-                    on_goal(rows[-1])
-        finally:
-            await prover.aclose()
+    def finished(row: GoalRow) -> None:
+        if journal is not None:
+            with journal.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(_row_json(row)) + "\n")
+        if on_goal is not None:
+            on_goal(row)
 
-    queue = list(by_file.values())
-
-    async def worker() -> None:
-        while queue:
-            await run_file(queue.pop(0))
-
-    await asyncio.gather(*(worker() for _ in range(max(1, workers))))
+    if workers <= 1:
+        per_file = [
+            await _evaluate_file(path, picks, budget, tactic_seconds, finished)
+            for path, picks in jobs
+        ]
+    else:
+        per_file = await _in_processes(jobs, budget, tactic_seconds, finished, workers)
+    rows = [row for file_rows in per_file for row in file_rows]
     return _summary(rows, arms, budget, time.monotonic() - started, files, seed, workers)
+
+
+_SETTINGS = CoqSettings(max_idle=2)
+
+
+async def _in_processes(
+    jobs: list[_FileJobs],
+    budget: float,
+    tactic_seconds: float,
+    finished: Callable[[GoalRow], None],
+    workers: int,
+) -> list[list[GoalRow]]:
+    """Each file in a process of its own, ``workers`` at a time, largest files first."""
+    context = multiprocessing.get_context("spawn")
+    loop = asyncio.get_running_loop()
+    with context.Manager() as manager, ProcessPoolExecutor(workers, mp_context=context) as pool:
+        queue = manager.Queue()
+        order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
+        futures = {
+            i: loop.run_in_executor(
+                pool, _file_in_process, jobs[i][0], jobs[i][1], budget, tactic_seconds, queue
+            )
+            for i in order
+        }
+        waiting = asyncio.ensure_future(asyncio.gather(*futures.values()))
+        while True:
+            while not queue.empty():
+                finished(queue.get())
+            if waiting.done():
+                break
+            await asyncio.sleep(0.5)
+        await waiting
+        while not queue.empty():
+            finished(queue.get())
+        return [futures[i].result() for i in range(len(jobs))]
+
+
+def _file_in_process(
+    path: Path, picks: list[tuple[int, list[str]]], budget: float, tactic_seconds: float, queue: Any
+) -> list[GoalRow]:
+    rows = asyncio.run(_evaluate_file(path, picks, budget, tactic_seconds, queue.put))
+    return rows
+
+
+async def _evaluate_file(
+    path: Path,
+    picks: list[tuple[int, list[str]]],
+    budget: float,
+    tactic_seconds: float,
+    finished: Callable[[GoalRow], None],
+) -> list[GoalRow]:
+    text = path.read_text(encoding="utf-8")
+    proofs = qed_proofs(path, text)
+    project = project_for(path)
+    prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
+    models = FileModels()
+    per_goal = Budget(budget, tactic_seconds, 5.0)
+    rows: list[GoalRow] = []
+    try:
+        for index, order in picks:
+            hole, body = proofs[index]
+            row = await _goal(prover, models, path, text, hole, order, per_goal)
+            row.training_cpu_seconds = await _learn(prover, models, text, hole, body)
+            rows.append(row)
+            finished(row)
+    finally:
+        await prover.aclose()
+    return rows
+
+
+def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:
+    return [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
+
+
+async def _learn(
+    prover: CoqProver, models: FileModels, text: str, hole: CoqHole, body: Sequence[str]
+) -> float:
+    """Mine the goal's own proof, now that the arms are done; its CPU seconds."""
+    own, mined = time.thread_time(), models.cpu_seconds
+    try:
+        async with prover.session_at(hole.goal, _prefix(prover, text, hole)) as session:
+            await models.learn(session, body)
+    except (ProverError, PrefixError):
+        pass
+    return models.cpu_seconds - mined + time.thread_time() - own
 
 
 async def _goal(
@@ -253,15 +356,16 @@ async def _goal(
 ) -> GoalRow:
     row = GoalRow(str(path), hole.goal.name, order)
     allowed = declared_axioms(text[: hole.statement_start])
-    prefix = [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
+    prefix = _prefix(prover, text, hole)
     for arm in order:
         began = time.monotonic()
         try:
             mined_before = models.cpu_seconds
             async with prover.session_at(hole.goal, prefix) as session:
+                spent = _arm_clock(session)
                 found, strategy = await _run_arm(arm, session, hole, budget, models)
                 # replaying earlier proofs for the k-NN model is charged to the arm that asked
-                cpu = session.cpu_seconds() + (models.cpu_seconds - mined_before)
+                cpu = spent() + (models.cpu_seconds - mined_before)
                 solved, note = False, ""
                 script: tuple[str, ...] = ()
                 if found is not None:
@@ -307,15 +411,19 @@ def _summary(
     workers: int,
 ) -> dict[str, Any]:
     per_arm: dict[str, dict[str, Any]] = {}
+    training = sum(r.training_cpu_seconds for r in rows)
     for arm in arms:
         solved = [r for r in rows if r.arms.get(arm) and r.arms[arm].solved]
         wins: dict[str, int] = {}
         for r in solved:
             wins[r.arms[arm].strategy] = wins.get(r.arms[arm].strategy, 0) + 1
+        cpu = sum(r.arms[arm].cpu_seconds for r in rows if arm in r.arms)
+        if arm == "portfolio":
+            cpu += training
         per_arm[arm] = {
             "solved": len(solved),
             "rate": round(len(solved) / len(rows), 4) if rows else 0.0,
-            "cpu_seconds": round(sum(r.arms[arm].cpu_seconds for r in rows if arm in r.arms), 2),
+            "cpu_seconds": round(cpu, 2),
             "par2": round(par2(rows, arm, budget), 3),
             "per_strategy": wins,
         }
@@ -328,6 +436,8 @@ def _summary(
         "seed": seed,
         "workers": workers,
         "wall_seconds": round(wall, 1),
+        # mining each goal's proof after its arms (included in the portfolio's cpu_seconds)
+        "training_cpu_seconds": round(training, 2),
         "arms": per_arm,
     }
     baselines = [a for a in arms if a != "portfolio"]
@@ -338,25 +448,28 @@ def _summary(
             result["portfolio_over_hammer"] = round(
                 per_arm["portfolio"]["solved"] / per_arm["hammer"]["solved"], 3
             )
-    result["rows"] = [
-        {
-            "file": r.file,
-            "name": r.name,
-            "order": r.order,
-            "arms": {
-                a: {
-                    "solved": v.solved,
-                    "cpu_seconds": round(v.cpu_seconds, 3),
-                    "strategy": v.strategy,
-                    "script": " ".join(v.script),
-                    "note": v.note,
-                }
-                for a, v in r.arms.items()
-            },
-        }
-        for r in rows
-    ]
+    result["rows"] = [_row_json(r) for r in rows]
     return result
+
+
+def _row_json(row: GoalRow) -> dict[str, Any]:
+    return {
+        "file": row.file,
+        "name": row.name,
+        "order": row.order,
+        "training_cpu_seconds": round(row.training_cpu_seconds, 3),
+        "arms": {
+            a: {
+                "solved": v.solved,
+                "cpu_seconds": round(v.cpu_seconds, 3),
+                "wall_seconds": round(v.wall_seconds, 3),
+                "strategy": v.strategy,
+                "script": " ".join(v.script),
+                "note": v.note,
+            }
+            for a, v in row.arms.items()
+        },
+    }
 
 
 def write_result(result: dict[str, Any], out_dir: Path) -> Path:

@@ -153,6 +153,27 @@ class FileModels:
             await self._mine(session, prefix, proof, model)
         return model
 
+    async def learn(self, session: CoqSession, body: Sequence[str]) -> None:
+        """Mine the proof ``body`` of the lemma ``session`` is open on, from its root.
+
+        For a proof that has just been found, or (in ``orch eval``) the hidden
+        proof of a goal once every arm is done with it: from then on it is an
+        earlier proof for the goals further down, and mining it in place costs
+        one replay instead of a session of its own later.
+        """
+        key = str(session.goal.file)
+        model, mined = self._models.setdefault(key, (TacticModel(), set()))
+        if session.goal.name in mined:
+            return
+        mined.add(session.goal.name)
+        before = session.cpu_seconds()
+        try:
+            await self._replay(session, body, model)
+        except ProverError:
+            return
+        finally:
+            self.cpu_seconds += session.cpu_seconds() - before
+
     async def _mine(
         self, session: CoqSession, prefix: Sequence[str], proof: _Proof, model: TacticModel
     ) -> None:

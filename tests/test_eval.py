@@ -1,0 +1,89 @@
+"""``orch eval`` with real Coq and CoqHammer: arms, accounting, journal, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from proof_orchestrator.cli import app
+from proof_orchestrator.evaluate import EvalError, GoalRow, evaluate
+
+SMALL = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint plus (a b : num) : num := match a with zero => b | succ p => succ (plus p b) end.
+Lemma plus_zero_l : forall n, plus zero n = n.
+Proof. reflexivity. Qed.
+Lemma plus_zero_r : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma plus_succ_r : forall a b, plus a (succ b) = succ (plus a b).
+Proof. induction a; simpl; intros; congruence. Qed.
+"""
+
+
+async def test_every_goal_gets_every_arm_and_a_checked_verdict(tmp_path: Path) -> None:
+    first, second = tmp_path / "A.v", tmp_path / "B.v"
+    first.write_text(SMALL, encoding="utf-8")
+    second.write_text(SMALL.replace("plus", "add"), encoding="utf-8")
+    journal = tmp_path / "journal.jsonl"
+    seen: list[GoalRow] = []
+    result = await evaluate(
+        [first, second],
+        budget=4,
+        baselines=["hammer", "tactics"],
+        workers=2,
+        journal=journal,
+        on_goal=seen.append,
+    )
+    assert result["goals"] == 6 == len(seen)
+    assert len(journal.read_text(encoding="utf-8").splitlines()) == 6
+    assert [r["name"] for r in result["rows"]] == [
+        "plus_zero_l", "plus_zero_r", "plus_succ_r", "add_zero_l", "add_zero_r", "add_succ_r"
+    ]  # fmt: skip
+    for row in result["rows"]:
+        assert sorted(row["arms"]) == ["hammer", "portfolio", "tactics"]
+        assert sorted(row["order"]) == ["hammer", "portfolio", "tactics"]
+        for arm in row["arms"].values():
+            assert arm["solved"] == bool(arm["script"])
+            assert "Admitted" not in arm["script"]
+            assert arm["cpu_seconds"] >= 0
+    portfolio = result["arms"]["portfolio"]
+    # the two inductions need a case split; the portfolio has induction, the tactic list not
+    assert portfolio["solved"] == 6
+    assert result["arms"]["tactics"]["solved"] < 6
+    assert result["training_cpu_seconds"] > 0
+    solved_cpu = sum(r["arms"]["portfolio"]["cpu_seconds"] for r in result["rows"])
+    assert portfolio["cpu_seconds"] == pytest.approx(
+        solved_cpu + result["training_cpu_seconds"], abs=0.05
+    )
+    assert result["baselines_union"] >= result["arms"]["hammer"]["solved"]
+
+
+async def test_files_that_hammer_loads_are_refused(tmp_path: Path) -> None:
+    loaded = tmp_path / "theories" / "Lists" / "List.v"
+    loaded.parent.mkdir(parents=True)
+    loaded.write_text(SMALL, encoding="utf-8")
+    with pytest.raises(EvalError, match=r"Coq\.Lists\.List"):
+        await evaluate([loaded], budget=2)
+    with pytest.raises(EvalError, match="unknown baseline"):
+        await evaluate([tmp_path / "x.v"], baselines=["vampire"])
+
+
+def test_cli_writes_the_json_and_removes_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text(SMALL, encoding="utf-8")
+    out = tmp_path / "results"
+    result = CliRunner().invoke(
+        app,
+        ["eval", str(path), "--budget", "3", "--baseline", "tactics", "--json", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    (written,) = out.glob("*-eval.json")
+    assert not list(out.glob("*.partial.jsonl"))
+    data = json.loads(written.read_text(encoding="utf-8"))
+    assert data["goals"] == 3
+    assert json.loads(result.stdout)["arms"]["portfolio"]["solved"] == 3
+    bad = CliRunner().invoke(app, ["eval", str(tmp_path / "missing")])
+    assert bad.exit_code != 0
