@@ -62,6 +62,8 @@ def _record_and_read(ledger: Ledger) -> None:
     ledger.finish_run(run, "finished", {"proved": 1})
     assert ledger.verified_proof("fp-a") == ("exact I.",)
     assert ledger.cached_tactics("fp-a") == ["exact I."]
+    assert ledger.proved_statements() == [("Lemma a : True.", ("exact I.",))]
+    assert ledger.proved_statements("lean") == []
     stats = ledger.stats()
     assert stats["goals"] == {"proved": 1}
     assert stats["attempts"] == {"failed": 1}

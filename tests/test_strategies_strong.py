@@ -1,4 +1,4 @@
-"""Search, retrieval, the k-NN model and hammer, each with real Coq (issue 4, in progress)."""
+"""Search, retrieval, the k-NN model, hammer and cached replay (real Coq where a prover runs)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.project.coq_holes import qed_proofs, scan_coq_text
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.provers.coq import CoqProver
@@ -19,9 +20,10 @@ from proof_orchestrator.strategies.hammer import (
     reconstruction,
 )
 from proof_orchestrator.strategies.knn import FileModels
-from proof_orchestrator.strategies.micro import InductionStrategy, MicroStrategy
+from proof_orchestrator.strategies.micro import InductionStrategy, MicroStrategy, nearest_first
 from proof_orchestrator.strategies.retrieval import file_premises, index_for
 from proof_orchestrator.strategies.search import SearchStrategy, bulletize
+from proof_orchestrator.worker import default_strategies
 
 TWO_STEPS = """\
 Inductive num : Type := zero : num | succ : num -> num.
@@ -191,3 +193,33 @@ async def test_hammer_proof_is_stored_as_its_reconstruction_and_needs_no_atp(
             assert check.status is TacticStatus.COMPLETE
     finally:
         await prover.aclose()
+
+
+def test_cached_replay_tries_the_nearest_proved_statements_first() -> None:
+    proved = [
+        (
+            "Lemma app_nil_r : forall l : list nat, l ++ nil = l.",
+            ("induction l; simpl; congruence.",),
+        ),
+        ("Lemma le_refl : forall n, n <= n.", ("auto.",)),
+        ("Lemma two_steps : True.", ("split.", "exact I.")),  # not one sentence: not replayed
+    ]
+    near = nearest_first(
+        "Lemma nil_app_r : forall m : list bool, m ++ nil = m.", proved, ["lia.", "auto."]
+    )
+    assert near[0] == "induction l; simpl; congruence."
+    assert near.count("auto.") == 1
+    assert "lia." in near
+    assert "split." not in near
+    assert "exact I." not in near
+
+
+def test_profile_one_has_search_and_hammer_profile_zero_does_not(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.sqlite'}")
+    try:
+        names = {p: [s.name for s in default_strategies(ledger, p)] for p in (0, 1, 2)}
+    finally:
+        ledger.close()
+    assert {"search", "sauto", "hammer"} <= set(names[1])
+    assert not {"search", "sauto", "hammer"} & set(names[0])
+    assert "market" in names[2]

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .provers.lean import registry_path
+from .strategies.hammer import HAMMER_LIBEXEC
 
 __all__ = ["Check", "run_checks"]
-
-#: where Debian's libcoq-hammer puts the helper programs that `hammer` calls
-HAMMER_LIBEXEC = Path("/usr/libexec/coq-hammer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +80,7 @@ def run_checks() -> list[Check]:
         (Path(root) / "Hammer").is_dir()
         for root in ("/usr/lib/ocaml/coq/user-contrib", "/usr/lib/coq/user-contrib")
     )
-    on_path = str(HAMMER_LIBEXEC) in os.environ.get("PATH", "").split(os.pathsep)
+    helpers = Path(HAMMER_LIBEXEC).is_dir()
     checks.append(
         Check(
             "coq-hammer",
@@ -90,9 +88,9 @@ def run_checks() -> list[Check]:
             "",
             ("plugin installed; " if hammer_plugin else "apt-get install libcoq-hammer; ")
             + (
-                f"{HAMMER_LIBEXEC} is on PATH"
-                if on_path
-                else f"{HAMMER_LIBEXEC} is not on PATH: hammer's ATP calls would fail"
+                f"orch puts {HAMMER_LIBEXEC} on PATH for the provers it starts"
+                if helpers
+                else f"{HAMMER_LIBEXEC} is missing: hammer's ATP calls would fail"
             ),
             "optional",
         )

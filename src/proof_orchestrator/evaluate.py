@@ -81,10 +81,10 @@ TACTICS_BASELINE = (
 ARMS = ("portfolio", "hammer", "tactics")
 #: the portfolio's order, with the share of the budget each may use at most
 PORTFOLIO = (
-    ("micro", 0.1),
-    ("search", 0.35),
-    ("induction", 0.1),
-    ("hammer", 1.0),
+    ("micro", 0.08),
+    ("search", 0.15),
+    ("induction", 0.05),
+    ("hammer", 0.4),
 )
 
 

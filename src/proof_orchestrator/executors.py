@@ -75,8 +75,15 @@ def make_strategies(popular: Sequence[str]) -> list[Strategy]:
     """Every strategy, built without the ledger (the cached scripts are passed in)."""
     from .strategies.lean_tactics import LeanQuickStrategy
     from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+    from .worker import strong_strategies
 
-    return [MicroStrategy(), InductionStrategy(), CachedStrategy(popular), LeanQuickStrategy()]
+    return [
+        MicroStrategy(),
+        InductionStrategy(),
+        CachedStrategy(popular),
+        LeanQuickStrategy(),
+        *strong_strategies(),
+    ]
 
 
 async def run_attempt(

@@ -48,8 +48,15 @@ from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import race
 from .scheduler.queue import GoalQueue, priority
 from .strategies.base import Strategy, StrategyResult
+from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
 from .strategies.lean_tactics import LeanQuickStrategy
-from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+from .strategies.micro import (
+    CachedStrategy,
+    InductionStrategy,
+    MicroStrategy,
+    nearest_first,
+)
+from .strategies.search import SearchStrategy
 
 __all__ = [
     "MAX_REVISITS_PER_RUN",
@@ -60,6 +67,7 @@ __all__ = [
     "ProjectTools",
     "Tools",
     "default_strategies",
+    "strong_strategies",
 ]
 
 #: within one run, a goal whose strategies timed out is revisited once with doubled
@@ -71,19 +79,28 @@ MAX_REVISITS_PER_RUN = 1
 def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
     """The strategies of a profile, in the order preferred before anything is learned.
 
-    Profile 0 and 1 are the quick tactics (profile 1 will add search, hammer
-    and retrieval as they become available); profile 2 adds the helper-lemma
-    market (:mod:`proof_orchestrator.market`).
+    Profile 0 is the quick tactics. Profile 1 (the default) adds best-first
+    search (with the k-NN model mined from the file's earlier proofs and
+    retrieved premises), and, in files that load CoqHammer, the ``sauto``
+    family and ``hammer``. Profile 2 adds the helper-lemma market
+    (:mod:`proof_orchestrator.market`).
     """
     strategies: list[Strategy] = [
         MicroStrategy(),
         InductionStrategy(),
-        CachedStrategy(ledger.popular_scripts()),
+        CachedStrategy(ledger.popular_scripts(), ledger.proved_statements()),
         LeanQuickStrategy(),
     ]
+    if profile >= 1:
+        strategies += strong_strategies()
     if profile >= 2:
         strategies.append(MarketStrategy(ledger))
     return strategies
+
+
+def strong_strategies() -> list[Strategy]:
+    """Search, ``sauto`` and ``hammer`` (the last two only act where CoqHammer is loaded)."""
+    return [SearchStrategy(), SautoStrategy(), HammerStrategy()]
 
 
 def language_of_strategy(strategy: Strategy) -> str:
@@ -109,6 +126,7 @@ class ProjectTools:
             max_idle=max(options.coq.max_idle, sessions),
             memory_mb=options.coq.memory_mb or options.orch.prover_memory_mb,
         )
+        hammer_environment()  # the provers started here find CoqHammer's ATP helpers
         self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
         self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
 
@@ -222,6 +240,7 @@ class GoalRun:
         self.executor: RayExecutor | None = None
         #: scripts of the ``cached`` strategy, for executors that build their own strategies
         self.popular = tuple(ledger.popular_scripts())
+        self.proved = ledger.proved_statements()
         self._attempts = 0
 
     @property
@@ -395,7 +414,7 @@ class GoalRun:
                         item.file.text,
                         name,
                         budget,
-                        self.popular,
+                        tuple(nearest_first(goal.statement, self.proved, self.popular)),
                         route=str(goal.file),
                     )
                     result = await self.executor.attempt(request, cancelled)

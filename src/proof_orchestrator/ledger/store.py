@@ -388,6 +388,20 @@ class Ledger:
             ).all()
             return [tactic for tactic, _ in rows]
 
+    def proved_statements(
+        self, language: str = "coq", limit: int = 2000
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        """(statement, script) of the newest verified proofs, for the nearest-goal replay."""
+        with self._session() as s:
+            rows = s.execute(
+                select(GoalRow.statement, Proof.sentences)
+                .join(Proof, Proof.goal_id == GoalRow.id)
+                .where(GoalRow.language == language)
+                .order_by(Proof.verified_at.desc())
+                .limit(limit)
+            ).all()
+            return [(statement, tuple(sentences)) for statement, sentences in rows]
+
     def load_bandit(self) -> dict[tuple[str, str], ArmStats]:
         with self._session() as s:
             return {

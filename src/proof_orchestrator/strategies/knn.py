@@ -29,7 +29,7 @@ from ..goals import Goal, HoleKind
 from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession, PrefixError
 
-__all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix"]
+__all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix", "similarity"]
 
 _IDENT = re.compile(r"[A-Za-z_][\w'.]*")
 _LEMMA = re.compile(
@@ -69,7 +69,8 @@ def features(goal_text: str) -> dict[int, float]:
     return {k: v / norm for k, v in counts.items()}
 
 
-def _cosine(a: dict[int, float], b: dict[int, float]) -> float:
+def similarity(a: dict[int, float], b: dict[int, float]) -> float:
+    """Cosine similarity of two feature vectors from :func:`features`."""
     if len(a) > len(b):
         a, b = b, a
     return sum(v * b.get(k, 0.0) for k, v in a.items())
@@ -93,7 +94,7 @@ class TacticModel:
             return []
         query = features(goal_text)
         scored = sorted(
-            ((_cosine(query, f), tactic) for f, tactic in self.pairs), key=lambda p: -p[0]
+            ((similarity(query, f), tactic) for f, tactic in self.pairs), key=lambda p: -p[0]
         )[:neighbours]
         votes: dict[str, float] = {}
         for score, tactic in scored:

@@ -28,6 +28,7 @@ from ..goals import Budget, Goal, Outcome
 from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession
 from .base import StrategyResult
+from .knn import features, similarity
 
 __all__ = [
     "GENERIC_TACTICS",
@@ -35,6 +36,7 @@ __all__ = [
     "CachedStrategy",
     "InductionStrategy",
     "MicroStrategy",
+    "nearest_first",
 ]
 
 #: tried first, in this order; ``{lia}`` marks candidates that need lia
@@ -239,15 +241,45 @@ class InductionStrategy(_QuickTactics):
 
 
 class CachedStrategy(_QuickTactics):
-    """Replay the scripts that proved the most goals before (the ledger's tactic cache)."""
+    """Replay what proved the nearest goals before, then the ledger's most successful scripts.
+
+    ``proved`` holds (statement, script) pairs of verified proofs; the ones whose
+    statements are most similar to the goal's (cosine over the k-NN model's
+    hashed features) are tried first. The same fingerprint is replayed by the
+    worker before any strategy runs.
+    """
 
     name = "cached"
 
-    def __init__(self, scripts: Sequence[str]) -> None:
+    def __init__(
+        self, scripts: Sequence[str], proved: Sequence[tuple[str, Sequence[str]]] = ()
+    ) -> None:
         self._scripts = [s for s in scripts if s.count(".") >= 1 and "\n" not in s]
+        self._proved = list(proved)
 
     async def scripts(self, session: CoqSession) -> list[str]:
-        return [s for s in self._scripts if _is_one_sentence(s)]
+        ordered = nearest_first(session.goal.statement, self._proved, self._scripts)
+        return [s for s in ordered if _is_one_sentence(s)]
+
+
+def nearest_first(
+    statement: str,
+    proved: Sequence[tuple[str, Sequence[str]]],
+    popular: Sequence[str],
+    k: int = 6,
+) -> list[str]:
+    """The one-sentence proofs of the ``k`` most similar proved statements, then ``popular``."""
+    query = features(statement)
+    ranked = sorted(
+        (
+            (similarity(query, features(text)), script)
+            for text, script in proved
+            if len(script) == 1
+        ),
+        key=lambda pair: -pair[0],
+    )
+    near = [script[0] for score, script in ranked[:k] if score > 0]
+    return list(dict.fromkeys([*near, *popular]))
 
 
 def _is_one_sentence(text: str) -> bool:
