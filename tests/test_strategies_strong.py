@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -223,3 +224,14 @@ def test_profile_one_has_search_and_hammer_profile_zero_does_not(tmp_path: Path)
     assert {"search", "sauto", "hammer"} <= set(names[1])
     assert not {"search", "sauto", "hammer"} & set(names[0])
     assert "market" in names[2]
+
+
+async def test_proofs_found_before_seed_the_knn_model() -> None:
+    seeded = FileModels(
+        [("forall l : list nat, l ++ nil = l", ("induction l; simpl; congruence.",))]
+    )
+    session = SimpleNamespace(goal=SimpleNamespace(file=Path("A.v")), prefix=["Lemma x : True."])
+    model = await seeded.model_for(session)  # type: ignore[arg-type]
+    (best, _), *_ = model.suggest("forall m : list bool, m ++ nil = m")
+    assert best == "induction l; simpl; congruence."
+    assert await FileModels().model_for(session) is not model  # type: ignore[arg-type]

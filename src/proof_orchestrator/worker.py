@@ -49,6 +49,7 @@ from .scheduler.portfolio import race
 from .scheduler.queue import GoalQueue, priority
 from .strategies.base import Strategy, StrategyResult
 from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
+from .strategies.knn import FileModels
 from .strategies.lean_tactics import LeanQuickStrategy
 from .strategies.micro import (
     CachedStrategy,
@@ -92,15 +93,19 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
         LeanQuickStrategy(),
     ]
     if profile >= 1:
-        strategies += strong_strategies()
+        strategies += strong_strategies(ledger.proved_statements())
     if profile >= 2:
         strategies.append(MarketStrategy(ledger))
     return strategies
 
 
-def strong_strategies() -> list[Strategy]:
-    """Search, ``sauto`` and ``hammer`` (the last two only act where CoqHammer is loaded)."""
-    return [SearchStrategy(), SautoStrategy(), HammerStrategy()]
+def strong_strategies(proved: Sequence[tuple[str, Sequence[str]]] = ()) -> list[Strategy]:
+    """Search, ``sauto`` and ``hammer`` (the last two only act where CoqHammer is loaded).
+
+    ``proved`` (statement, script) pairs seed the search's k-NN model with the
+    proofs found before (the ledger's), besides the file's own earlier proofs.
+    """
+    return [SearchStrategy(FileModels(proved)), SautoStrategy(), HammerStrategy()]
 
 
 def language_of_strategy(strategy: Strategy) -> str:

@@ -136,23 +136,37 @@ def proofs_in_prefix(prefix: Sequence[str]) -> list[_Proof]:
 
 
 class FileModels:
-    """One model per file, fed by mining its proofs in order as holes further down need them."""
+    """One model per file, fed by mining its proofs in order as holes further down need them.
 
-    def __init__(self) -> None:
+    ``proved`` (statement, script) pairs, such as the ledger's verified proofs,
+    seed every file's model: the statement stands for the first state and the
+    script's first sentence for its tactic.
+    """
+
+    def __init__(self, proved: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
+        self._seed = [(statement, script[0]) for statement, script in proved if script]
         self._models: dict[str, tuple[TacticModel, set[str]]] = {}
         #: CPU seconds spent replaying proofs to mine them
         self.cpu_seconds = 0.0
 
     async def model_for(self, session: CoqSession, *, max_new: int = 400) -> TacticModel:
         """The model of ``session``'s file, with every proof before the hole mined."""
-        key = str(session.goal.file)
-        model, mined = self._models.setdefault(key, (TacticModel(), set()))
+        model, mined = self._model(session)
         prefix = session.prefix
         fresh = [p for p in proofs_in_prefix(prefix[:-1]) if p.name not in mined][:max_new]
         for proof in fresh:
             mined.add(proof.name)
             await self._mine(session, prefix, proof, model)
         return model
+
+    def _model(self, session: CoqSession) -> tuple[TacticModel, set[str]]:
+        key = str(session.goal.file)
+        if key not in self._models:
+            model = TacticModel()
+            for statement, tactic in self._seed:
+                model.add(statement, tactic)
+            self._models[key] = (model, set())
+        return self._models[key]
 
     async def learn(self, session: CoqSession, body: Sequence[str]) -> None:
         """Mine the proof ``body`` of the lemma ``session`` is open on, from its root.
@@ -162,8 +176,7 @@ class FileModels:
         earlier proof for the goals further down, and mining it in place costs
         one replay instead of a session of its own later.
         """
-        key = str(session.goal.file)
-        model, mined = self._models.setdefault(key, (TacticModel(), set()))
+        model, mined = self._model(session)
         if session.goal.name in mined:
             return
         mined.add(session.goal.name)
