@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
+import time
 
 import psutil
 import pytest
 
 from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
 from proof_orchestrator.provers.coqtop import CoqTop, CoqTopState
+from proof_orchestrator.provers.process import DescendantMeter
 
 
 async def test_reply_carries_output_and_new_state() -> None:
@@ -102,3 +105,34 @@ async def test_prover_runs_under_the_memory_cap(monkeypatch: pytest.MonkeyPatch)
         assert top.pid is not None
         soft, hard = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
         assert soft == hard == 3000 * 1024**2
+
+
+async def test_a_request_past_its_cpu_limit_is_killed() -> None:
+    async with CoqTop() as top:
+        await top.send("Goal True.", 10.0)
+        started = time.monotonic()
+        with pytest.raises(ProverHung, match="CPU seconds"):
+            await top.send("do 1000000000 idtac.", 60.0, cpu_limit=1.0)
+        assert time.monotonic() - started < 10
+        assert 1.0 <= top.cpu_seconds() < 5
+        assert top.returncode is not None
+
+
+async def test_helpers_that_are_never_reaped_are_still_counted() -> None:
+    """A child that burns CPU and is not waited for by its parent before the parent is
+    measured: the children counters miss it, the descendant meter does not."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
+    parent = f"import subprocess, time\nsubprocess.Popen([{sys.executable!r}, '-c', {burn!r}])\n"
+    parent += "time.sleep(3)"  # never waits: the child stays a zombie, its CPU uncounted
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", parent)
+    try:
+        meter = DescendantMeter(psutil.Process(proc.pid), interval=0.05)
+        sampling = asyncio.create_task(meter.run())
+        await asyncio.sleep(2.0)
+        sampling.cancel()
+        counters = psutil.Process(proc.pid).cpu_times()
+        assert counters.children_user + counters.children_system < 0.2
+        assert meter.total() >= 0.8
+    finally:
+        proc.kill()
+        await proc.wait()

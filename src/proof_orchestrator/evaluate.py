@@ -80,10 +80,10 @@ TACTICS_BASELINE = (
 ARMS = ("portfolio", "hammer", "tactics")
 #: the portfolio's order, with the share of the budget each may use at most
 PORTFOLIO = (
-    ("micro", 0.08),
-    ("search", 0.15),
-    ("induction", 0.05),
-    ("hammer", 0.4),
+    ("micro", 0.1),
+    ("search", 0.3),
+    ("induction", 0.1),
+    ("hammer", 1.0),
 )
 
 

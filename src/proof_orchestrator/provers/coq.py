@@ -174,8 +174,15 @@ class CoqSession:
             raise ProverError(f"could not rebuild a proof state after a restart: {result.message}")
 
     async def run_tactic(
-        self, tactic: str, state: ProofState | None = None, *, timeout: float
+        self,
+        tactic: str,
+        state: ProofState | None = None,
+        *,
+        timeout: float,
+        cpu_limit: float | None = None,
     ) -> TacticResult:
+        """Run one sentence from ``state``; ``cpu_limit`` guards CPU seconds as ``timeout``
+        guards the wall clock (past either, the process is replaced: TIMEOUT)."""
         top = self._require_top()
         origin = state if state is not None else self.current
         await self.back_to(origin)
@@ -187,7 +194,9 @@ class CoqSession:
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
         try:
-            reply = await top.send(line, seconds + self._prover.settings.grace, checked=True)
+            reply = await top.send(
+                line, seconds + self._prover.settings.grace, checked=True, cpu_limit=cpu_limit
+            )
         except ProverHung as exc:
             await self._replace_process()
             return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))

@@ -39,7 +39,7 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
-from .process import process_cpu_seconds, spawn, stop_process
+from .process import DescendantMeter, spawn, stop_process
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
 
@@ -105,6 +105,7 @@ class CoqTop:
         self.fault: Exception | None = None
         self._last_cpu = 0.0
         self._ps: psutil.Process | None = None
+        self._meter: DescendantMeter | None = None
         self._throttle = throttle
         self._memory_bytes = memory_bytes
 
@@ -170,14 +171,40 @@ class CoqTop:
         """
         return self._last_cpu
 
+    def _descendants(self) -> DescendantMeter | None:
+        if self._meter is None and self._process() is not None:
+            assert self._ps is not None
+            self._meter = DescendantMeter(self._ps)
+        return self._meter
+
+    def _process(self) -> psutil.Process | None:
+        if self._proc is None or self._proc.returncode is not None:
+            return None
+        if self._ps is None:
+            try:
+                self._ps = psutil.Process(self._proc.pid)
+            except psutil.NoSuchProcess:
+                return None
+        return self._ps
+
     def refresh_cpu(self) -> float:
-        if self._proc is not None and self._proc.returncode is None:
-            if self._ps is None:
-                try:
-                    self._ps = psutil.Process(self._proc.pid)
-                except psutil.NoSuchProcess:
-                    return self._last_cpu
-            self._last_cpu = max(self._last_cpu, process_cpu_seconds(self._ps))
+        """Read the CPU now: the process's own, plus its helpers'.
+
+        Helpers count as the larger of what the process reaped (its children
+        counters) and what the :class:`DescendantMeter` saw them use, since
+        helpers killed at a timeout may never be reaped.
+        """
+        process = self._process()
+        if process is None:
+            return self._last_cpu
+        try:
+            t = process.cpu_times()
+        except psutil.NoSuchProcess:
+            return self._last_cpu
+        helpers = t.children_user + t.children_system
+        if self._meter is not None:
+            helpers = max(helpers, self._meter.total())
+        self._last_cpu = max(self._last_cpu, t.user + t.system + helpers)
         return self._last_cpu
 
     def rss_bytes(self) -> int:
@@ -191,7 +218,13 @@ class CoqTop:
     # -- protocol ----------------------------------------------------------
 
     async def send(
-        self, sentence: str, timeout: float, *, checked: bool = False, measure: bool = True
+        self,
+        sentence: str,
+        timeout: float,
+        *,
+        checked: bool = False,
+        measure: bool = True,
+        cpu_limit: float | None = None,
     ) -> Reply:
         """Send one sentence and wait for its prompt.
 
@@ -201,7 +234,9 @@ class CoqTop:
         :class:`~proof_orchestrator.coqsyntax.Sentence` (one sentence, one
         line), so it is not split again. ``measure=False`` skips reading the
         process's CPU for this reply (bulk loading; the next measured reply
-        accounts for it).
+        accounts for it). ``cpu_limit`` is a guard on CPU seconds (the process's
+        and its helpers'): past it, the process group is killed and
+        :class:`ProverHung` is raised, as for the wall-clock guard.
         """
         line = sentence if checked else _one_sentence_line(sentence)
         if self._throttle is not None:
@@ -221,6 +256,12 @@ class CoqTop:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
             self.requests += 1
+            meter = self._descendants() if measure else None
+            sampler = (
+                asyncio.create_task(self._watch(meter, cpu_before, cpu_limit))
+                if meter is not None
+                else None
+            )
             try:
                 reply = await self._next_reply(timeout)
             except asyncio.CancelledError:
@@ -229,6 +270,11 @@ class CoqTop:
                 self.fault = ProverDesync("a request was cancelled while coqtop was working")
                 await asyncio.shield(self.aclose())
                 raise
+            finally:
+                if sampler is not None:
+                    sampler.cancel()
+                    if meter is not None and time.monotonic() - started > meter.interval:
+                        meter.sample()  # the last reading of helpers still running
             reply = Reply(
                 output=reply.output,
                 state=reply.state,
@@ -258,6 +304,24 @@ class CoqTop:
             raise SessionClosed(f"coqtop is {self.state.value}; start a new one")
         if self.fault is not None:
             raise SessionClosed(f"coqtop was killed earlier ({self.fault}); start a new one")
+
+    async def _watch(
+        self, meter: DescendantMeter, cpu_before: float, cpu_limit: float | None
+    ) -> None:
+        """Sample the helpers while a request runs; past ``cpu_limit``, end the request."""
+        while True:
+            await asyncio.sleep(meter.interval)
+            meter.sample()
+            if cpu_limit is not None and self.refresh_cpu() - cpu_before > cpu_limit:
+                await self._replies.put(
+                    _Fault(
+                        ProverHung(
+                            f"the request used more than {cpu_limit:.1f} CPU seconds "
+                            "(coqtop and its helpers); its process group was killed"
+                        )
+                    )
+                )
+                return
 
     async def _poison(self, error: Exception) -> None:
         self.fault = error

@@ -41,9 +41,52 @@ def process_cpu_seconds(proc: psutil.Process) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+class DescendantMeter:
+    """CPU of the processes a prover starts, whether or not they are ever reaped.
+
+    A prover's helpers can end without being waited for: CoqHammer's ATPs,
+    killed by ``htimeout`` at the time limit, never reach coqtop's children
+    counters, so ``getrusage``-style accounting misses them (measured: a
+    5-second CVC4 run counted as nothing). While a request runs, the meter
+    samples the prover's descendants every ``interval`` seconds and keeps each
+    one's last reading of its own CPU. A process that lives less than one
+    interval is missed, so this is a lower bound, as the counters are.
+    """
+
+    def __init__(self, root: psutil.Process, interval: float = 0.1) -> None:
+        self.root = root
+        self.interval = interval
+        self._seen: dict[tuple[int, float], float] = {}
+
+    def sample(self) -> None:
+        try:
+            descendants = self.root.children(recursive=True)
+        except psutil.Error:
+            return
+        for process in descendants:
+            try:
+                with process.oneshot():
+                    times = process.cpu_times()
+                    key = (process.pid, process.create_time())
+            except psutil.Error:
+                continue
+            self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
+
+    def total(self) -> float:
+        """Own CPU of every descendant seen, summed."""
+        return sum(self._seen.values())
+
+    async def run(self) -> None:
+        """Sample until cancelled (the first sample after one interval)."""
+        while True:
+            await asyncio.sleep(self.interval)
+            self.sample()
+
+
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
     "CompletedRun",
+    "DescendantMeter",
     "live_processes",
     "process_cpu_seconds",
     "run_command",

@@ -146,7 +146,13 @@ class HammerStrategy:
             timeout=5,
         )
         state = settings.state if settings.ok else session.root
-        found = await session.run_tactic("hammer.", state, timeout=budget.cpu_seconds + 2)
+        # the ATPs and the reconstruction together stay within the CPU budget
+        found = await session.run_tactic(
+            "hammer.",
+            state,
+            timeout=budget.cpu_seconds + 2,
+            cpu_limit=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
+        )
         if found.status is TacticStatus.TIMEOUT:
             return result(Outcome.TIMEOUT)
         if found.status is not TacticStatus.COMPLETE:
@@ -155,7 +161,12 @@ class HammerStrategy:
         if not tactics:
             return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
         for tactic in tactics:
-            check = await session.run_tactic(tactic, session.root, timeout=max(5.0, atp))
+            left = budget.cpu_seconds - (session.cpu_seconds() - cpu_start)
+            if left <= 0:
+                return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
+            check = await session.run_tactic(
+                tactic, session.root, timeout=max(5.0, atp), cpu_limit=left
+            )
             if check.status is TacticStatus.COMPLETE:
                 return result(Outcome.CANDIDATE, (tactic,))
         return result(Outcome.FAILED, message=f"no reconstruction of {tactics!r} replayed")
