@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from proof_orchestrator.coqscript import check_script
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.project.coq_holes import qed_proofs, scan_coq_text
@@ -21,7 +22,12 @@ from proof_orchestrator.strategies.hammer import (
     reconstruction,
 )
 from proof_orchestrator.strategies.knn import FileModels
-from proof_orchestrator.strategies.micro import InductionStrategy, MicroStrategy, nearest_first
+from proof_orchestrator.strategies.micro import (
+    InductionStrategy,
+    MicroStrategy,
+    lia_tactic,
+    nearest_first,
+)
 from proof_orchestrator.strategies.retrieval import file_premises, index_for
 from proof_orchestrator.strategies.search import SearchStrategy, bulletize
 from proof_orchestrator.worker import default_strategies
@@ -235,3 +241,24 @@ async def test_proofs_found_before_seed_the_knn_model() -> None:
     (best, _), *_ = model.suggest("forall m : list bool, m ++ nil = m")
     assert best == "induction l; simpl; congruence."
     assert await FileModels().model_for(session) is not model  # type: ignore[arg-type]
+
+
+async def test_a_shadowed_lia_is_called_by_a_name_the_script_gate_accepts(tmp_path: Path) -> None:
+    text = (
+        "Require Import Lia.\nLtac lia := fail.\n"
+        "Lemma add_zero : forall n : nat, n + 0 = n.\nProof.\nAdmitted.\n"
+    )
+    path = tmp_path / "S.v"
+    path.write_text(text, encoding="utf-8")
+    (hole,) = scan_coq_text(path, text)
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            lia = await lia_tactic(session)
+            assert lia is not None
+            assert lia.startswith("(")
+            assert check_script([f"intros; {lia}."])
+            closed = await session.run_tactic(f"intros; {lia}.", session.root, timeout=5)
+            assert closed.status is TacticStatus.COMPLETE
+    finally:
+        await prover.aclose()

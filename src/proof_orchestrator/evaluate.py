@@ -184,6 +184,10 @@ async def _run_arm(
         part = Budget(cap, budget.tactic_seconds, budget.grace_seconds)
         found = await strategies[name].prove(session, hole.goal, part)
         if found.outcome is Outcome.CANDIDATE:
+            try:
+                check_script(found.sentences)
+            except ScriptRejected:
+                continue  # the gate would refuse it: the next strategy may do better
             return found, name
     return None, ""
 

@@ -36,6 +36,7 @@ __all__ = [
     "CachedStrategy",
     "InductionStrategy",
     "MicroStrategy",
+    "lia_tactic",
     "nearest_first",
 ]
 
@@ -206,8 +207,17 @@ def _first_of(scripts: Sequence[str], seconds: int) -> str:
     return f"first [ {branches} ]."
 
 
-async def _lia(session: CoqSession) -> str | None:
-    return await session.locate_ltac("Coq.micromega.Lia.lia")
+async def lia_tactic(session: CoqSession) -> str | None:
+    """How to call ``lia`` here (None if it is not loaded).
+
+    Where only a qualified name reaches it (``Lia.lia``), it is parenthesised:
+    a sentence starting with a capital is read as a vernacular command by the
+    script gate.
+    """
+    name = await session.locate_ltac("Coq.micromega.Lia.lia")
+    if name is None or "." not in name:
+        return name
+    return f"({name})"
 
 
 class MicroStrategy(_QuickTactics):
@@ -216,7 +226,7 @@ class MicroStrategy(_QuickTactics):
     name = "micro"
 
     async def scripts(self, session: CoqSession) -> list[str]:
-        return expand(GENERIC_TACTICS, await _lia(session))
+        return expand(GENERIC_TACTICS, await lia_tactic(session))
 
 
 class InductionStrategy(_QuickTactics):
@@ -228,7 +238,7 @@ class InductionStrategy(_QuickTactics):
         self.max_variables = max_variables
 
     async def scripts(self, session: CoqSession) -> list[str]:
-        lia = await _lia(session)
+        lia = await lia_tactic(session)
         probe = await session.run_tactic("intros.", session.root, timeout=2)
         variables: list[str] = []
         if probe.ok:

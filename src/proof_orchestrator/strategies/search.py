@@ -30,6 +30,7 @@ from ..provers.base import ProofState, TacticStatus
 from ..provers.coq import CoqSession
 from .base import StrategyResult
 from .knn import FileModels
+from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
 __all__ = ["CLOSERS", "STRUCTURAL", "SearchStrategy", "bulletize"]
@@ -143,7 +144,7 @@ class SearchStrategy:
             )
 
         index = await index_for(session)
-        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
+        lia = await lia_tactic(session)
         seconds = max(1.0, budget.tactic_seconds)
         first = await session.run_tactic("idtac.", session.root, timeout=seconds)
         if not first.goals:
