@@ -400,7 +400,9 @@ class Ledger:
                 .order_by(Proof.verified_at.desc())
                 .limit(limit)
             ).all()
-            return [(statement, tuple(sentences)) for statement, sentences in rows]
+            # the same proof may be recorded more than once (one row per run)
+            found = ((statement, tuple(sentences)) for statement, sentences in rows)
+            return list(dict.fromkeys(found))
 
     def load_bandit(self) -> dict[tuple[str, str], ArmStats]:
         with self._session() as s:

@@ -13,6 +13,7 @@ tactics are loaded.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import re
 from collections.abc import Iterable, Sequence
@@ -128,8 +129,16 @@ async def loaded_modules(session: CoqSession) -> list[str]:
 
 
 async def index_for(session: CoqSession) -> PremiseIndex:
-    premises = library_premises(await loaded_modules(session)) + file_premises(session.prefix)
-    return PremiseIndex(premises)
+    """The premises visible at ``session``'s hole, indexed.
+
+    Reading the library sources and building BM25 takes seconds for a file that
+    loads much of the stdlib, so it runs in a thread: the event loop (the CPU
+    governor, cancellation on Ctrl-C) is never held up by it.
+    """
+    modules = await loaded_modules(session)
+    return await asyncio.to_thread(
+        lambda: PremiseIndex(library_premises(modules) + file_premises(session.prefix))
+    )
 
 
 class RetrievalStrategy(_QuickTactics):
