@@ -21,7 +21,7 @@ runner = CliRunner()
 
 MANY = "Require Import Arith.\nLemma first_easy : forall n : nat, n = n.\nAdmitted.\n" + "".join(
     f"Lemma impossible_{k} : forall n m : nat, n + m = m + n + {k}.\nAdmitted.\n"
-    for k in range(1, 30)
+    for k in range(1, 120)  # enough work that an interrupt lands mid-run
 )
 
 
