@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -43,24 +46,31 @@ Admitted.
 """
 
 
-async def test_search_finds_a_proof_no_single_quick_tactic_finds(tmp_path: Path) -> None:
-    path = tmp_path / "T.v"
-    path.write_text(TWO_STEPS, encoding="utf-8")
-    (hole,) = scan_coq_text(path, TWO_STEPS)
-    prover = CoqProver(cwd=str(tmp_path))
+@contextlib.asynccontextmanager
+async def _only_hole(directory: Path, name: str, text: str) -> AsyncIterator[tuple[Any, Any]]:
+    """A session at the one hole of ``text`` (written to ``directory/name``), and the hole."""
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    (hole,) = scan_coq_text(path, text)
+    prover = CoqProver(cwd=str(directory))
     try:
-        async with prover.session(hole.goal, TWO_STEPS, hole.prefix_end) as session:
-            for quick in (MicroStrategy(), InductionStrategy()):
-                alone = await quick.prove(session, hole.goal, Budget(10, 1, 5))
-                assert alone.outcome is not Outcome.CANDIDATE
-            found = await SearchStrategy().prove(session, hole.goal, Budget(20, 1, 5))
-            assert found.outcome is Outcome.CANDIDATE
-            assert len(found.sentences) >= 2
-            assert any("g_is_h" in s for s in found.sentences)  # a retrieved premise
-            replay = await session.run_script(found.sentences, session.root, timeout=5)
-            assert replay.status is TacticStatus.COMPLETE
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            yield session, hole
     finally:
         await prover.aclose()
+
+
+async def test_search_finds_a_proof_no_single_quick_tactic_finds(tmp_path: Path) -> None:
+    async with _only_hole(tmp_path, "T.v", TWO_STEPS) as (session, hole):
+        for quick in (MicroStrategy(), InductionStrategy()):
+            alone = await quick.prove(session, hole.goal, Budget(10, 1, 5))
+            assert alone.outcome is not Outcome.CANDIDATE
+        found = await SearchStrategy().prove(session, hole.goal, Budget(20, 1, 5))
+        assert found.outcome is Outcome.CANDIDATE
+        assert len(found.sentences) >= 2
+        assert any("g_is_h" in s for s in found.sentences)  # a retrieved premise
+        replay = await session.run_script(found.sentences, session.root, timeout=5)
+        assert replay.status is TacticStatus.COMPLETE
 
 
 def test_bulletize_opens_a_bullet_per_subgoal() -> None:
@@ -247,17 +257,10 @@ async def test_a_shadowed_lia_is_called_by_a_name_the_script_gate_accepts(tmp_pa
         "Require Import Lia.\nLtac lia := fail.\n"
         "Lemma add_zero : forall n : nat, n + 0 = n.\nProof.\nAdmitted.\n"
     )
-    path = tmp_path / "S.v"
-    path.write_text(text, encoding="utf-8")
-    (hole,) = scan_coq_text(path, text)
-    prover = CoqProver(cwd=str(tmp_path))
-    try:
-        async with prover.session(hole.goal, text, hole.prefix_end) as session:
-            lia = await lia_tactic(session)
-            assert lia is not None
-            assert lia.startswith("(")
-            assert check_script([f"intros; {lia}."])
-            closed = await session.run_tactic(f"intros; {lia}.", session.root, timeout=5)
-            assert closed.status is TacticStatus.COMPLETE
-    finally:
-        await prover.aclose()
+    async with _only_hole(tmp_path, "S.v", text) as (session, _):
+        lia = await lia_tactic(session)
+        assert lia is not None
+        assert lia.startswith("(")
+        assert check_script([f"intros; {lia}."])
+        closed = await session.run_tactic(f"intros; {lia}.", session.root, timeout=5)
+        assert closed.status is TacticStatus.COMPLETE
