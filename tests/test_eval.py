@@ -87,3 +87,20 @@ def test_cli_writes_the_json_and_removes_the_journal(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["arms"]["portfolio"]["solved"] == 3
     bad = CliRunner().invoke(app, ["eval", str(tmp_path / "missing")])
     assert bad.exit_code != 0
+
+
+async def test_goals_past_a_failing_proof_are_reported_apart_not_scored(tmp_path: Path) -> None:
+    path = tmp_path / "Broken.v"
+    path.write_text(
+        "Lemma wrong : 1 = 2.\nProof. reflexivity. Qed.\n"
+        "Lemma fine : 2 = 2.\nProof. reflexivity. Qed.\n",
+        encoding="utf-8",
+    )
+    result = await evaluate([path], budget=2, baselines=["tactics"])
+    # 'wrong' is a goal like any other (and unprovable); 'fine' cannot be reached
+    assert result["goals"] == 1
+    assert [r["name"] for r in result["rows"]] == ["wrong"]
+    assert result["arms"]["portfolio"]["solved"] == 0
+    ((skipped),) = result["unloadable"]
+    assert skipped["name"] == "fine"
+    assert "reflexivity" in skipped["reason"]

@@ -856,6 +856,11 @@ def eval_command(
     out.print(table)
     if "baselines_union" in result:
         out.print(f"baselines together: {result['baselines_union']} goals")
+    if result["unloadable"]:
+        out.print(
+            f"{len(result['unloadable'])} goal(s) not scored: their file does not load up to "
+            "them with CoqHammer loaded in front (see 'unloadable' in the JSON)"
+        )
     out.print(f"Result: {path}")
 
 

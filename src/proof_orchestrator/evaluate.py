@@ -117,6 +117,9 @@ class GoalRow:
     arms: dict[str, ArmResult] = field(default_factory=dict)
     #: mining this goal's proof for the k-NN model once the arms are done
     training_cpu_seconds: float = 0.0
+    #: why the file does not load up to this goal in the evaluation's session
+    #: (such goals are reported apart and count for no arm)
+    unloadable: str = ""
 
 
 def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
@@ -383,7 +386,14 @@ async def _goal(
                         note = "" if solved else "rejected: " + ", ".join(extra)
                     except ScriptRejected as exc:
                         note = f"rejected: {exc}"
-        except (ProverError, PrefixError) as exc:
+        except PrefixError as exc:
+            # the same prefix fails for every arm: CoqHammer's hints can change
+            # what a tactic earlier in the file does (an ``intuition`` that now
+            # closes the goal, so the next line fails); no arm can be scored here
+            row.arms.clear()
+            row.unloadable = str(exc)
+            return row
+        except ProverError as exc:
             row.arms[arm] = ArmResult(False, 0.0, time.monotonic() - began, note=f"error: {exc}")
             continue
         row.arms[arm] = ArmResult(
@@ -415,6 +425,8 @@ def _summary(
     workers: int,
 ) -> dict[str, Any]:
     per_arm: dict[str, dict[str, Any]] = {}
+    unloadable = [r for r in rows if r.unloadable]
+    rows = [r for r in rows if not r.unloadable]
     training = sum(r.training_cpu_seconds for r in rows)
     for arm in arms:
         solved = [r for r in rows if r.arms.get(arm) and r.arms[arm].solved]
@@ -443,6 +455,10 @@ def _summary(
         # mining each goal's proof after its arms (included in the portfolio's cpu_seconds)
         "training_cpu_seconds": round(training, 2),
         "arms": per_arm,
+        # goals the file does not load up to once CoqHammer is loaded in front of it
+        "unloadable": [
+            {"file": r.file, "name": r.name, "reason": r.unloadable[:400]} for r in unloadable
+        ],
     }
     baselines = [a for a in arms if a != "portfolio"]
     if baselines:
@@ -462,6 +478,7 @@ def _row_json(row: GoalRow) -> dict[str, Any]:
         "name": row.name,
         "order": row.order,
         "training_cpu_seconds": round(row.training_cpu_seconds, 3),
+        "unloadable": row.unloadable,
         "arms": {
             a: {
                 "solved": v.solved,
