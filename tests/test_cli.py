@@ -25,12 +25,20 @@ MANY = "Require Import Arith.\nLemma first_easy : forall n : nat, n = n.\nAdmitt
 )
 
 
+def _as_from_a_terminal() -> None:
+    # A shell without job control starts background commands with SIGINT
+    # ignored, and the child inherits that (so `make test &` would make every
+    # interrupt here a no-op); a user at a terminal has the default disposition.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def orch(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "proof_orchestrator.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_as_from_a_terminal,
     )
 
 

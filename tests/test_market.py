@@ -134,7 +134,7 @@ def test_a_goal_is_proved_through_helper_lemmas(tmp_path: Path) -> None:
     path = tmp_path / "Num.v"
     path.write_text(NUM, encoding="utf-8")
     db = f"sqlite:///{tmp_path / 'ledger.db'}"
-    # the quick strategies alone cannot prove it
+    # the default profile (quick tactics, search; no hammer without CoqHammer loaded) cannot
     quick = runner.invoke(app, ["fill", str(path), "--profile", "1", "--db", db])
     assert quick.exit_code == 0, quick.output
     assert "Admitted." in path.read_text(encoding="utf-8").split("Lemma after")[0]

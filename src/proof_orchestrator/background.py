@@ -18,7 +18,6 @@ serves every cycle, so the CPU target holds for as long as the process runs.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
@@ -31,6 +30,7 @@ import watchfiles
 from .ledger import Ledger
 from .pipeline import FillOptions, FillReport, collect_files, fill
 from .scheduler.governor import CpuGovernor
+from .tasks import cancel_and_wait
 
 __all__ = ["BackgroundReport", "run_background"]
 
@@ -140,15 +140,11 @@ async def run_background(
                     on_cycle(report.cycles, None, f"changed by the user: {names}; starting over")
             for task in (change, cycle):
                 if task is not None and not task.done():
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await task
+                    await cancel_and_wait(task)
             if change.done() and not change.cancelled() and not handled:
                 changes.put_nowait(change.result())  # arrived as a cycle ended: keep it
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        await cancel_and_wait(watcher)
     report.wall_seconds = time.monotonic() - started
     report.governor_trace = [s.fraction for s in governor.trace]
     return report

@@ -39,6 +39,7 @@ from .provers.lean import LeanProject
 from .reports import FillOptions
 from .scheduler.governor import CpuGovernor, _tree_cpu
 from .strategies.base import Strategy, StrategyResult
+from .tasks import cancel_and_wait
 
 __all__ = [
     "AttemptRequest",
@@ -179,10 +180,7 @@ class ProverWorker:
         return {"pid": os.getpid(), "served": self.served, "cpu_seconds": _tree_cpu()}
 
     async def shutdown(self) -> None:
-        if self._sampler is not None:
-            self._sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sampler
+        await cancel_and_wait(self._sampler)
         await self.tools.aclose()
 
 

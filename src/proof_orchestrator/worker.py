@@ -80,12 +80,11 @@ MAX_REVISITS_PER_RUN = 1
 def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
     """The strategies of a profile, in the order preferred before anything is learned.
 
-    Profile 0 and 1 (the default) are the quick tactics. Profile 2 adds
-    best-first search (with the k-NN model mined from the file's earlier
-    proofs and retrieved premises), and, in files that load CoqHammer, the
-    ``sauto`` family and ``hammer``, and the helper-lemma market
-    (:mod:`proof_orchestrator.market`). The strong strategies are not in
-    profile 1 because Ctrl-C can hang a `fill` that runs them (a known defect).
+    Profile 0 is the quick tactics. Profile 1 (the default) adds best-first
+    search (with the k-NN model mined from the file's earlier proofs and
+    retrieved premises), and, in files that load CoqHammer, the ``sauto``
+    family and ``hammer``. Profile 2 adds the helper-lemma market
+    (:mod:`proof_orchestrator.market`).
     """
     strategies: list[Strategy] = [
         MicroStrategy(),
@@ -93,8 +92,9 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
         CachedStrategy(ledger.popular_scripts(), ledger.proved_statements()),
         LeanQuickStrategy(),
     ]
-    if profile >= 2:
+    if profile >= 1:
         strategies += strong_strategies(ledger.proved_statements())
+    if profile >= 2:
         strategies.append(MarketStrategy(ledger))
     return strategies
 

@@ -20,7 +20,6 @@ the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import re
 import time
@@ -39,6 +38,7 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
+from ..tasks import cancel_and_wait
 from .process import DescendantMeter, spawn, stop_process
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
@@ -146,10 +146,7 @@ class CoqTop:
         self.state = CoqTopState.CLOSED
         if self._proc is not None:
             await stop_process(self._proc)
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        await cancel_and_wait(self._reader)
 
     @property
     def pid(self) -> int | None:

@@ -45,6 +45,7 @@ from ..errors import (
     ProverRequestError,
     SessionClosed,
 )
+from ..tasks import cancel_and_wait
 from .process import process_cpu_seconds, spawn, stop_process
 
 __all__ = [
@@ -322,11 +323,8 @@ class LeanRepl:
         proc, self._proc = self._proc, None
         if proc is not None:
             await stop_process(proc)
-        if self._stderr_task is not None:
-            self._stderr_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._stderr_task
-            self._stderr_task = None
+        await cancel_and_wait(self._stderr_task)
+        self._stderr_task = None
 
     async def _poison(self, why: str) -> None:
         self.poisoned = why
