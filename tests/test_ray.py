@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from .conftest import BANK, coqc_ok
+from .test_strategies_strong import TWO_STEPS
 
 pytest.importorskip("ray", reason="Ray is not installed: pip install '.[distributed]'")
 
@@ -111,12 +112,16 @@ def _proved(report: dict[str, object]) -> set[str]:
 def test_the_bank_through_ray_proves_what_the_local_executor_proves(
     ray_cluster: str, tmp_path: Path
 ) -> None:
-    local = _fill(_bank_copy(tmp_path / "local"), tmp_path / "local.db")
+    # quick tactics (profile 0): the two runs must prove the same lemmas, which
+    # budget-bound search under different load need not; search on Ray is tested below
+    local = _fill(_bank_copy(tmp_path / "local"), tmp_path / "local.db", "--profile", "0")
     local_out, local_err = local.communicate(timeout=900)
     assert local.returncode == 0, local_err[-2000:]
     remote = _fill(
         _bank_copy(tmp_path / "ray"),
         tmp_path / "ray.db",
+        "--profile",
+        "0",
         "--executor",
         "ray",
         "--ray-address",
@@ -137,6 +142,21 @@ def test_the_bank_through_ray_proves_what_the_local_executor_proves(
     assert all(w["cpu_seconds"] > 0 for w in workers)
 
 
+def test_search_runs_on_a_ray_worker(ray_cluster: str, tmp_path: Path) -> None:
+    folder = tmp_path / "two"
+    folder.mkdir()
+    path = folder / "Two.v"
+    path.write_text(TWO_STEPS, encoding="utf-8")
+    run = _fill(folder, tmp_path / "l.db", "--executor", "ray", "--ray-address", ray_cluster)
+    out, err = run.communicate(timeout=300)
+    assert run.returncode == 0, err[-2000:]
+    (goal,) = [g for f in json.loads(out)["files"] for g in f["goals"]]
+    # no quick tactic proves it (tests/test_strategies_strong.py); the default profile's search does
+    assert (goal["outcome"], goal["strategy"]) == ("proved", "search")
+    assert "Admitted." not in path.read_text(encoding="utf-8")
+    assert coqc_ok(path)
+
+
 def _worker_pids() -> list[int]:
     return [
         p.pid
@@ -150,7 +170,7 @@ def test_a_killed_ray_worker_loses_nothing_and_records_nothing_twice(
 ) -> None:
     folder = _bank_copy(tmp_path / "bank")
     db = tmp_path / "ledger.db"
-    run = _fill(folder, db, "--executor", "ray", "--ray-address", ray_cluster)
+    run = _fill(folder, db, "--profile", "0", "--executor", "ray", "--ray-address", ray_cluster)
     # wait until attempts are being recorded, then kill the worker process mid-run
     deadline = time.monotonic() + 300
     killed: list[int] = []
