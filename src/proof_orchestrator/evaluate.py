@@ -387,9 +387,10 @@ async def _goal(
                     except ScriptRejected as exc:
                         note = f"rejected: {exc}"
         except PrefixError as exc:
-            # the same prefix fails for every arm: CoqHammer's hints can change
-            # what a tactic earlier in the file does (an ``intuition`` that now
-            # closes the goal, so the next line fails); no arm can be scored here
+            # the same prefix fails for every arm: the hints of the libraries
+            # CoqHammer loads can change what an earlier tactic does (in ListSet.v,
+            # an ``intuition``, i.e. ``auto with *``, closes a goal the next line
+            # expected); no arm can be scored here
             row.arms.clear()
             row.unloadable = str(exc)
             return row
