@@ -25,7 +25,8 @@ report gives, per arm, the solved count and rate, CPU seconds and PAR-2
 others), and, for the portfolio, which strategy proved what.
 
 An arm's CPU time is the prover's (coqtop and the ATPs it ran) plus this
-process's own (search, ranking, features). Once every arm is done with a goal,
+process's own, all threads (search, ranking, features, and the premise index,
+which is built in a worker thread). Once every arm is done with a goal,
 its hidden proof is mined for the k-NN model (it is an earlier proof for the
 goals below); that replay is charged to the portfolio as training time.
 With ``workers > 1`` files are evaluated in separate processes, so each
@@ -151,8 +152,8 @@ async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list
 
 def _arm_clock(session: CoqSession) -> Callable[[], float]:
     """CPU seconds spent since now: the prover's and this thread's."""
-    prover_start, own_start = session.cpu_seconds(), time.thread_time()
-    return lambda: session.cpu_seconds() - prover_start + time.thread_time() - own_start
+    prover_start, own_start = session.cpu_seconds(), time.process_time()
+    return lambda: session.cpu_seconds() - prover_start + time.process_time() - own_start
 
 
 async def _run_arm(
@@ -343,13 +344,13 @@ async def _learn(
     prover: CoqProver, models: FileModels, text: str, hole: CoqHole, body: Sequence[str]
 ) -> float:
     """Mine the goal's own proof, now that the arms are done; its CPU seconds."""
-    own, mined = time.thread_time(), models.cpu_seconds
+    own, mined = time.process_time(), models.cpu_seconds
     try:
         async with prover.session_at(hole.goal, _prefix(prover, text, hole)) as session:
             await models.learn(session, body)
     except (ProverError, PrefixError):
         pass
-    return models.cpu_seconds - mined + time.thread_time() - own
+    return models.cpu_seconds - mined + time.process_time() - own
 
 
 async def _goal(
