@@ -21,7 +21,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Attempt", "BanditArm", "Base", "GoalRow", "Proof", "Run", "TacticCache", "Ticket"]
+__all__ = [
+    "Attempt",
+    "BanditArm",
+    "Base",
+    "GoalRow",
+    "LiveRun",
+    "Proof",
+    "Run",
+    "TacticCache",
+    "Ticket",
+]
 
 
 def utcnow() -> datetime:
@@ -156,3 +166,18 @@ class Ticket(Base):
     proof: Mapped[list[str] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class LiveRun(Base):
+    """What a running command is doing now; deleted when the run ends.
+
+    ``state`` holds the slots (goal, strategy, budget, CPU so far), the queue
+    length, the governor's target and measured share, and the ETA. A heartbeat
+    older than a few seconds means the run died without clearing its row.
+    """
+
+    __tablename__ = "live_runs"
+
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), primary_key=True)
+    heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    state: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
