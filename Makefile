@@ -5,7 +5,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: bank test deps provers lint typecheck clean
+.PHONY: bank test deps provers lint typecheck clean lean-transcripts
 
 bank: deps
 	$(VENV)/bin/orch bank
@@ -26,6 +26,10 @@ $(STAMP): pyproject.toml
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 	$(VENV)/bin/python -m pip install -q -e '.[dev,distributed]'
 	touch $(STAMP)
+
+# Optional: the recorded Lean REPL traffic the Lean tests replay (skipped without it)
+lean-transcripts:
+	@bash scripts/fetch-lean-transcripts.sh .cache/lean-repl-transcripts
 
 lint:
 	$(VENV)/bin/ruff check src tests

@@ -41,7 +41,6 @@ def repo(tmp_path: Path) -> Path:
     git(root, "config", "user.name", "Someone")
     git(root, "config", "user.email", "someone@example.org")
     (root / "Nat.v").write_text(SOURCE, encoding="utf-8")
-    (root / ".gitignore").write_text(".orch/\n", encoding="utf-8")
     git(root, "add", ".")
     git(root, "commit", "--quiet", "-m", "start")
     return root
@@ -72,6 +71,9 @@ def test_each_proof_gets_a_branch_and_the_users_tree_is_untouched(repo: Path) ->
     code, stdout, output = _fill(repo)
     assert code == 0, output
     assert _state(repo) == before  # HEAD, branch, status, index, file: all unchanged
+    # the ledger and PR bodies live in .orch/, which ignores itself (the repo has no .gitignore)
+    assert (repo / ".orch" / "ledger.sqlite").exists()
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
     report = json.loads(stdout)
     branches = {b["branch"]: b for b in report["branches"]}
     assert set(branches) == {"auto/lem/Nat.Arith/plus_zero", "auto/lem/Nat.Arith/zero_plus"}

@@ -11,7 +11,8 @@ from proof_orchestrator.errors import SourceSyntaxError
 from proof_orchestrator.project.lean_holes import declared_axioms, lex, scan_lean_text, splice
 
 from .lean_replay import parse_request
-from .test_lean_repl import TRANSCRIPTS, recorded_pairs
+from .test_lean_repl import recorded_pairs
+from .transcripts import transcripts
 
 SOURCE = """\
 import Std
@@ -132,7 +133,7 @@ def test_unterminated_comment_or_string(bad: str) -> None:
 def _recorded_commands() -> list[tuple[str, list[tuple[int, int]], bool]]:
     """(command text, written sorry positions the real REPL reported, had errors)."""
     found = []
-    for transcript in sorted(TRANSCRIPTS.glob("*/*.in")):
+    for transcript in sorted(transcripts().glob("*/*.in")):
         if not transcript.with_name(transcript.stem + ".expected.out").exists():
             continue
         for request, reply in recorded_pairs(transcript):

@@ -26,14 +26,14 @@ from proof_orchestrator.provers.lean_repl import (
 )
 
 from .lean_replay import parse_request, split_blocks
+from .transcripts import transcripts, with_replies
 
 REPLAY = Path(__file__).with_name("lean_replay.py")
-TRANSCRIPTS = Path(__file__).resolve().parents[2] / "shared" / "lean-repl-transcripts"
-CORE = TRANSCRIPTS / "core"
 
 
 def replay_argv(*names: str, extra: tuple[str, ...] = ()) -> list[str]:
-    paths = [str(TRANSCRIPTS / name) for name in names]
+    """A replay REPL answering from the named transcripts (skips the test without them)."""
+    paths = [str(transcripts() / name) for name in names]
     return [sys.executable, str(REPLAY), *paths, *extra]
 
 
@@ -48,16 +48,16 @@ def recorded_pairs(path: Path) -> list[tuple[str, str]]:
     )
 
 
-def _with_replies(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.glob("*.in") if p.with_name(p.stem + ".expected.out").exists())
-
-
-def test_transcripts_are_present() -> None:
-    core = _with_replies(CORE)
-    assert len(core) >= 50, f"expected the core transcripts in {CORE}"
-    without = sorted(p.name for p in CORE.glob("*.in") if p not in core)
+def test_the_corpus_is_whole() -> None:
+    """A found corpus holds every transcript, so no parametrization can silently shrink."""
+    core = transcripts() / "core"
+    replied = [p for p in core.glob("*.in") if p.with_name(p.stem + ".expected.out").exists()]
+    assert len(replied) >= 55, f"expected at least 55 core transcripts with replies in {core}"
+    assert len(with_replies("mathlib")) >= 16
+    without = sorted(p.name for p in core.glob("*.in") if p not in replied)
     # recorded without replies upstream: nothing to replay
     assert without == ["pickle_scoped_notation.in", "pickle_scoped_notation_2.in"]
+    assert len(with_replies("core")) == len(replied)
 
 
 def _check_typed(request: dict[str, Any], raw: dict[str, Any]) -> None:
@@ -107,11 +107,7 @@ def _check_typed(request: dict[str, Any], raw: dict[str, Any]) -> None:
     assert len(command_reply.tactics) == len(raw.get("tactics", []))
 
 
-@pytest.mark.parametrize(
-    "transcript",
-    _with_replies(CORE) + _with_replies(TRANSCRIPTS / "mathlib"),
-    ids=lambda p: f"{p.parent.name}/{p.stem}",
-)
+@pytest.mark.parametrize("transcript", with_replies("core") + with_replies("mathlib"))
 async def test_client_reads_every_recorded_reply(transcript: Path) -> None:
     """Each recorded request, sent through the client, comes back framed and typed right."""
     async with LeanRepl([sys.executable, str(REPLAY), str(transcript)]) as repl:

@@ -22,19 +22,20 @@ from proof_orchestrator.strategies.lean_tactics import (
     suggestions,
 )
 
-from .test_lean_repl import REPLAY, TRANSCRIPTS, recorded_pairs
+from .test_lean_repl import REPLAY, recorded_pairs
+from .transcripts import transcripts
 
 BRANCHING = "theorem complex_and (p q r : Prop) (h1 : p ∧ q) (h2 : q → r) : p ∧ r := by sorry"
 
 
 def prover_for(
-    tmp_path: Path, *transcripts: str, extra: tuple[str, ...] = (), floor: float = 10.0
+    tmp_path: Path, *names: str, extra: tuple[str, ...] = (), floor: float = 10.0
 ) -> tuple[LeanProver, Path]:
     log = tmp_path / "requests.jsonl"
     argv = (
         sys.executable,
         str(REPLAY),
-        *(str(TRANSCRIPTS / t) for t in transcripts),
+        *(str(transcripts() / t) for t in names),
         "--log",
         str(log),
         *extra,
@@ -167,7 +168,7 @@ def test_suggestions_from_recorded_messages() -> None:
     messages = [
         json.loads(reply)["messages"][0]["data"]
         for transcript in ("mathlib/exact.in", "core/root_goals.in")
-        for _, reply in recorded_pairs(TRANSCRIPTS / transcript)
+        for _, reply in recorded_pairs(transcripts() / transcript)
         if "Try this" in reply
     ]
     assert [suggestions(m) for m in messages] == [

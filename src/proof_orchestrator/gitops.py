@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .errors import OrchError
 from .project.patch import Patch, apply_patches
+from .project.statedir import make_state_dir
 from .reports import LEDGER_REPLAY, FillReport, GoalReport
 
 __all__ = [
@@ -268,7 +269,7 @@ def publish(
     if per not in ("proof", "run"):
         raise GitError(f"--git-per must be 'proof' or 'run', got {per!r}")
     body_dir = body_dir or (repo.root / ".orch" / "pr")
-    body_dir.mkdir(parents=True, exist_ok=True)
+    make_state_dir(body_dir)
     notes: list[str] = []
     groups: list[tuple[str, list[tuple[Path, str, GoalReport]]]] = []
     chosen: list[tuple[Path, str, GoalReport]] = []

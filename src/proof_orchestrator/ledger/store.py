@@ -42,6 +42,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..coqsyntax import split_sentences
 from ..errors import LedgerError
 from ..goals import Goal, Outcome
+from ..project.statedir import make_state_dir
 from ..scheduler.bandit import ArmStats
 from .models import Attempt, BanditArm, Base, GoalRow, Proof, Run, TacticCache, Ticket, utcnow
 
@@ -163,7 +164,7 @@ class Ledger:
         try:
             if url.startswith("sqlite:///"):
                 path = Path(url.removeprefix("sqlite:///"))
-                path.parent.mkdir(parents=True, exist_ok=True)
+                make_state_dir(path.parent)
                 engine = create_engine(url, connect_args={"timeout": busy_timeout})
                 event.listen(engine, "connect", _sqlite_pragmas)
             else:
