@@ -61,8 +61,8 @@ class _OwnWrites:
     def is_ours(self, path: Path) -> bool:
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError:
-            return False
+        except (OSError, UnicodeDecodeError):
+            return False  # gone, or not text we wrote
         return self.digests.get(path.resolve()) == _digest(text)
 
 

@@ -11,7 +11,7 @@ import os
 import shutil
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -44,7 +44,15 @@ from .goals import Budget, Outcome
 from .golf import golf_files
 from .lean_setup import LeanSetupError, setup_repl
 from .ledger import Ledger, default_ledger_url
-from .pipeline import FileStatus, FillOptions, FillReport, GoalReport, collect_files, fill
+from .pipeline import (
+    FileReport,
+    FileStatus,
+    FillOptions,
+    FillReport,
+    GoalReport,
+    collect_files,
+    fill,
+)
 from .project.coqproject import project_for
 from .project.patch import write_atomic
 from .provers.lean import LeanProject
@@ -130,6 +138,15 @@ TacticTimeout = Annotated[
 ]
 
 
+def _exit_if_unreadable(files: Sequence[FileReport]) -> None:
+    """One line on stderr for each input that could not be read, then exit code 2."""
+    unreadable = [f for f in files if f.status is FileStatus.UNREADABLE]
+    for f in unreadable:
+        console.print(f"orch: {f.message}", soft_wrap=True, markup=False, highlight=False)
+    if unreadable:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
 def _settings(anchor: Path, arguments: dict[str, object]) -> Settings:
     """Settings for the project at ``anchor``; flags are the arguments named like fields."""
     flags = {name: arguments.get(name) for name in Settings.__slots__}
@@ -203,8 +220,12 @@ class _Tracker:
             table.add_row(name, str(self.wins.get(name, 0)), f"{self.cpu[name]:.1f}")
         return Group(self.progress.get_renderable(), table)
 
-    def live(self) -> Live:
-        return Live(self, console=console, refresh_per_second=4, transient=False)
+    @contextlib.contextmanager
+    def live(self) -> Iterator[Live]:
+        with Live(self, console=console, refresh_per_second=4, transient=False) as live:
+            yield live
+        if not console.is_terminal:
+            console.line()  # Rich leaves the last line of a non-terminal render open
 
 
 def _goal_table(report: FillReport) -> Table:
@@ -376,6 +397,7 @@ def fill_command(
                 for b in branches
             ]
         out.print_json(json.dumps(result))
+        _exit_if_unreadable(report.files)
         return
     for b in branches:
         out.print(
@@ -384,7 +406,7 @@ def fill_command(
         )
     out.print(_goal_table(report))
     for f in report.files:
-        if f.status is not FileStatus.DONE:
+        if f.status not in (FileStatus.DONE, FileStatus.UNREADABLE):
             out.print(f"[red]{f.path}[/]: {f.status.value}. {f.message[:500]}")
     if repo is not None and not dry_run:
         files_note = f"{len(branches)} branch(es) made, working tree unchanged"
@@ -397,6 +419,7 @@ def fill_command(
         f"[bold]{report.proved}/{len(report.goals)}[/] holes proved and verified; {files_note}; "
         f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall; ledger {ledger.url}"
     )
+    _exit_if_unreadable(report.files)
 
 
 @app.command("bank")
@@ -894,6 +917,7 @@ def golf_command(
     summary = report.summary()
     if as_json:
         out.print_json(json.dumps(summary))
+        _exit_if_unreadable(report.files)
         return
     table = Table(title="shortened proofs")
     for column in ("lemma", "before", "after"):
@@ -903,7 +927,7 @@ def golf_command(
             table.add_row(proof.name, " ".join(proof.before), " ".join(proof.after))
     out.print(table)
     for file_report in report.files:
-        if file_report.status is not FileStatus.DONE:
+        if file_report.status not in (FileStatus.DONE, FileStatus.UNREADABLE):
             out.print(
                 f"[red]{file_report.path}[/]: {file_report.status.value}. "
                 f"{file_report.message[:300]}"
@@ -915,6 +939,7 @@ def golf_command(
         f"{report.sentences_before} -> {report.sentences_after} sentences; "
         f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall"
     )
+    _exit_if_unreadable(report.files)
 
 
 market_app = typer.Typer(help="The helper-lemma market: tickets published by `fill --profile 2`.")

@@ -51,6 +51,7 @@ class Sentence:
 
 def _skip_comment(text: str, i: int) -> int:
     """``text[i:i+2] == '(*'``; return the index just past the matching ``*)``."""
+    start = i
     depth = 0
     n = len(text)
     while i < n:
@@ -66,11 +67,12 @@ def _skip_comment(text: str, i: int) -> int:
             i = _skip_string(text, i)
         else:
             i += 1
-    raise SourceSyntaxError("unterminated comment")
+    raise SourceSyntaxError("unterminated comment", offset=start)
 
 
 def _skip_string(text: str, i: int) -> int:
     """``text[i] == '"'``; return the index just past the closing quote."""
+    start = i
     i += 1
     n = len(text)
     while i < n:
@@ -80,7 +82,7 @@ def _skip_string(text: str, i: int) -> int:
                 continue
             return i + 1
         i += 1
-    raise SourceSyntaxError("unterminated string")
+    raise SourceSyntaxError("unterminated string", offset=start)
 
 
 def _skip_blank(text: str, i: int) -> int:
@@ -133,8 +135,8 @@ def split_sentences(text: str) -> list[Sentence]:
         while True:
             if i >= n:
                 raise SourceSyntaxError(
-                    f"text from offset {start} does not end with a period: "
-                    f"{text[start : start + 60]!r}"
+                    f"text does not end with a period: {text[start : start + 60]!r}",
+                    offset=start,
                 )
             ch = text[i]
             if text.startswith("(*", i):

@@ -21,6 +21,7 @@ cannot be opened.
     ├── ProjectError                user files
     │   ├── PathNotFound            a path given by the user does not exist
     │   ├── SourceSyntaxError       a file cannot be split into sentences
+    │   ├── UnreadableSource        a file is binary, not UTF-8 or cannot be scanned
     │   └── FileChangedError        a file changed on disk while we worked on it
     ├── ScriptRejected              a candidate proof script is not allowed
     └── LedgerError                 the ledger cannot be opened or written
@@ -46,6 +47,7 @@ __all__ = [
     "ScriptRejected",
     "SessionClosed",
     "SourceSyntaxError",
+    "UnreadableSource",
 ]
 
 
@@ -111,7 +113,20 @@ class PathNotFound(ProjectError):
 
 
 class SourceSyntaxError(ProjectError):
-    """A source file cannot be split into sentences (e.g. an unclosed comment)."""
+    """A source file cannot be split into sentences (e.g. an unclosed comment).
+
+    ``offset`` is where the offending construct starts in the text, when known.
+    """
+
+    def __init__(self, reason: str, *, offset: int | None = None) -> None:
+        where = f" starting at offset {offset}" if offset is not None else ""
+        super().__init__(reason + where)
+        self.reason = reason
+        self.offset = offset
+
+
+class UnreadableSource(ProjectError):
+    """A source file is binary, not UTF-8, or cannot be scanned; the message names it."""
 
 
 class FileChangedError(ProjectError):

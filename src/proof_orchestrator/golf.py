@@ -30,12 +30,13 @@ from pathlib import Path
 from .checking import verify_candidates
 from .coqscript import check_script
 from .coqsyntax import one_sentence
-from .errors import ProverError, ScriptRejected
+from .errors import ProverError, ScriptRejected, SourceSyntaxError, UnreadableSource
 from .goals import Outcome
 from .ledger import Ledger
 from .project.coq_holes import declared_axioms, qed_proofs
 from .project.coqproject import project_for
 from .project.patch import Patch, apply_patches, write_atomic
+from .project.source import read_source
 from .provers.base import TacticStatus
 from .provers.coq import CoqSession, PrefixError
 from .reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
@@ -156,10 +157,15 @@ async def golf_files(
     tools_by_flags: dict[tuple[str, ...], ProjectTools] = {}
     try:
         for path in files:
-            text = path.read_text(encoding="utf-8")
+            try:
+                text = read_source(path)
+                found = qed_proofs(path, text)
+            except (UnreadableSource, SourceSyntaxError) as exc:
+                report.files.append(FileReport(path, FileStatus.UNREADABLE, message=str(exc)))
+                continue
             proofs = [
                 (hole, script)
-                for hole, script in qed_proofs(path, text)
+                for hole, script in found
                 if script and (not names or hole.goal.name in names)
             ]
             file_report = FileReport(path, FileStatus.DONE, original_text=text)

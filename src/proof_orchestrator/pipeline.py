@@ -33,12 +33,13 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import OrchError, PathNotFound, ProverNotFound
+from .errors import PathNotFound, ProverNotFound, UnreadableSource
 from .executors import RayExecutor
 from .goals import Outcome
 from .ledger import Ledger
 from .project.coqproject import load_coqproject, project_for
-from .project.holes import SOURCE_SUFFIXES, Hole, language_of, scan_text
+from .project.holes import SOURCE_SUFFIXES, Hole, language_of
+from .project.source import load_source
 from .provers.coq import CoqProver
 from .provers.lean import LeanProject
 from .reports import (
@@ -130,9 +131,9 @@ async def fill(
     scanned: list[tuple[Path, str | None, list[Hole], str]] = []
     for path in files:
         try:
-            content = path.read_text(encoding="utf-8")
-            scanned.append((path, content, scan_text(path, content), ""))
-        except (OSError, UnicodeDecodeError, OrchError) as exc:
+            content, holes = load_source(path)
+            scanned.append((path, content, holes, ""))
+        except UnreadableSource as exc:
             scanned.append((path, None, [], str(exc)))
     if on_files is not None:
         on_files([(path, len(holes)) for path, _, holes, _ in scanned])

@@ -160,7 +160,7 @@ def lex(text: str) -> list[Token]:
                 else:
                     j += 1
             if depth:
-                raise SourceSyntaxError(f"unterminated comment starting at offset {i}")
+                raise SourceSyntaxError("unterminated comment", offset=i)
             i = j
             continue
         start = i
@@ -170,7 +170,7 @@ def lex(text: str) -> list[Token]:
             while j < n and text[j] != '"':
                 j += 2 if text[j] == "\\" and not raw else 1
             if j >= n:
-                raise SourceSyntaxError(f"unterminated string starting at offset {i}")
+                raise SourceSyntaxError("unterminated string", offset=i)
             i = j + 1
         elif m := (
             (_CHAR.match(text, i) if ch == "'" else None)
