@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,14 @@ def test_cli_writes_the_json_and_removes_the_journal(tmp_path: Path) -> None:
     data = json.loads(written.read_text(encoding="utf-8"))
     assert data["goals"] == 3
     assert json.loads(result.stdout)["arms"]["portfolio"]["solved"] == 3
+    # the live view's last frame: goals done out of the total, and each arm's solved count
+    view = result.stderr
+    assert "3/3" in view
+    assert "solved per arm" in view
+    solved_row = re.search(r"portfolio\s*│\s*(\d+)", view)
+    assert solved_row is not None
+    assert solved_row.group(1) == "3"
+    assert re.search(r"tactics\s*│\s*\d+", view)
     bad = CliRunner().invoke(app, ["eval", str(tmp_path / "missing")])
     assert bad.exit_code != 0
 

@@ -180,19 +180,32 @@ def _options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
     return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
 
 
+def _progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("proved {task.fields[proved]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+
+
+@contextlib.contextmanager
+def _live(view: Any) -> Iterator[Live]:
+    """Show ``view`` (a Rich renderable) on stderr, refreshed four times a second."""
+    with Live(view, console=console, refresh_per_second=4, transient=False) as live:
+        yield live
+    if not console.is_terminal:
+        console.line()  # Rich leaves the last line of a non-terminal render open
+
+
 class _Tracker:
     """Live terminal view: a progress bar with ETA and a table of wins per strategy."""
 
     def __init__(self, description: str) -> None:
-        self.progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("proved {task.fields[proved]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-        )
+        self.progress = _progress_bar()
         self.task = self.progress.add_task(description, total=None, proved=0)
         self.proved = 0
         self.expected = 0
@@ -220,12 +233,44 @@ class _Tracker:
             table.add_row(name, str(self.wins.get(name, 0)), f"{self.cpu[name]:.1f}")
         return Group(self.progress.get_renderable(), table)
 
-    @contextlib.contextmanager
-    def live(self) -> Iterator[Live]:
-        with Live(self, console=console, refresh_per_second=4, transient=False) as live:
-            yield live
-        if not console.is_terminal:
-            console.line()  # Rich leaves the last line of a non-terminal render open
+    def live(self) -> contextlib.AbstractContextManager[Live]:
+        return _live(self)
+
+
+class _EvalTracker:
+    """Live view of ``orch eval``: goals done with ETA, and the solved count of each arm."""
+
+    def __init__(self) -> None:
+        self.progress = _progress_bar()
+        self.task = self.progress.add_task("eval", total=None, proved=0)
+        self.solved: dict[str, int] = {}
+        self.arm_cpu: dict[str, float] = {}
+        self.unloadable = 0
+
+    def total(self, goals: int, arms: Sequence[str]) -> None:
+        self.progress.update(self.task, total=goals)
+        self.solved = dict.fromkeys(arms, 0)
+        self.arm_cpu = dict.fromkeys(arms, 0.0)
+
+    def goal(self, row: GoalRow) -> None:
+        self.unloadable += bool(row.unloadable)
+        for arm, result in row.arms.items():
+            self.solved[arm] = self.solved.get(arm, 0) + int(result.solved)
+            self.arm_cpu[arm] = self.arm_cpu.get(arm, 0.0) + result.cpu_seconds
+        self.progress.update(self.task, advance=1, proved=self.solved.get("portfolio", 0))
+
+    def __rich__(self) -> Group:
+        table = Table(title="solved per arm", title_justify="left")
+        for column in ("arm", "solved", "CPU s"):
+            table.add_column(column)
+        for arm, count in self.solved.items():
+            table.add_row(arm, str(count), f"{self.arm_cpu.get(arm, 0.0):.0f}")
+        if self.unloadable:
+            table.caption = f"{self.unloadable} goal(s) unloadable, not scored"
+        return Group(self.progress.get_renderable(), table)
+
+    def live(self) -> contextlib.AbstractContextManager[Live]:
+        return _live(self)
 
 
 def _goal_table(report: FillReport) -> Table:
@@ -833,16 +878,9 @@ def eval_command(
         resolve("coqtop")
     except ProverNotFound as exc:
         raise _fail(str(exc), EXIT_BAD_INPUT) from exc
-    progress = _Tracker("eval")
+    progress = _EvalTracker()
     out_dir.mkdir(parents=True, exist_ok=True)
     journal = out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
-    solved = 0
-
-    def finished(row: GoalRow) -> None:
-        nonlocal solved
-        solved += row.arms["portfolio"].solved if "portfolio" in row.arms else 0
-        progress.progress.update(progress.task, advance=1, proved=solved)
-
     try:
         with progress.live(), contextlib.redirect_stdout(sys.stderr):
             result = _run(
@@ -853,7 +891,8 @@ def eval_command(
                     seed=seed,
                     limit=limit,
                     workers=workers,
-                    on_goal=finished,
+                    on_goal=progress.goal,
+                    on_total=progress.total,
                     journal=journal,
                 )
             )

@@ -211,10 +211,12 @@ async def evaluate(
     on_goal: Callable[[GoalRow], None] | None = None,
     workers: int = 1,
     journal: Path | None = None,
+    on_total: Callable[[int, Sequence[str]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation; returns the result (also meant to be written as JSON).
 
-    ``journal``, when given, gets one JSON line per finished goal.
+    ``journal``, when given, gets one JSON line per finished goal; ``on_total``
+    is told the number of goals and the arms once the files are read.
     """
     unknown = set(baselines) - {"hammer", "tactics"}
     if unknown:
@@ -249,6 +251,8 @@ async def evaluate(
             picks.append((index, order))
         if picks:
             jobs.append((path, picks))
+    if on_total is not None:
+        on_total(sum(len(picks) for _, picks in jobs), arms)
 
     def finished(row: GoalRow) -> None:
         if journal is not None:
