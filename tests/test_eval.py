@@ -113,3 +113,28 @@ async def test_goals_past_a_failing_proof_are_reported_apart_not_scored(tmp_path
     ((skipped),) = result["unloadable"]
     assert skipped["name"] == "fine"
     assert "reflexivity" in skipped["reason"]
+
+
+async def test_the_hammer_baseline_is_hammer_as_its_users_run_it(tmp_path: Path) -> None:
+    """`Timeout B hammer.` with CoqHammer's defaults; its proof is the printed reconstruction."""
+    path = tmp_path / "H.v"
+    path.write_text(
+        SMALL.split("Lemma plus_zero_l")[0]
+        + "Lemma plus_zero_r : forall n, plus n zero = n.\n"
+        + "Proof. induction n; simpl; congruence. Qed.\n"
+        + "Lemma twice : forall a, plus (plus a zero) zero = a.\n"
+        + "Proof. intros; rewrite !plus_zero_r; reflexivity. Qed.\n",
+        encoding="utf-8",
+    )
+    result = await evaluate([path], budget=10, baselines=["hammer", "hammer-capped"])
+    row = result["rows"][-1]
+    assert row["name"] == "twice"
+    assert sorted(row["arms"]) == ["hammer", "hammer-capped", "portfolio"]
+    hammer = row["arms"]["hammer"]
+    assert hammer["solved"]
+    # the ATP found plus_zero_r; the stored proof replays without the ATPs
+    assert "plus_zero_r" in hammer["script"]
+    assert "hammer" not in hammer["script"]
+    assert hammer["cpu_seconds"] > 0.5  # the ATPs' CPU is counted
+    with pytest.raises(EvalError, match="unknown baseline"):
+        await evaluate([path], baselines=["hammerr"])

@@ -860,7 +860,11 @@ def eval_command(
     ],
     budget: Annotated[float, typer.Option(help="CPU seconds per goal and per arm")] = 10.0,
     baseline: Annotated[
-        list[str] | None, typer.Option(help="peers run on the same goals: hammer, tactics")
+        list[str] | None,
+        typer.Option(
+            help="peers run on the same goals: hammer (`Timeout B hammer.`, CoqHammer's "
+            "defaults), hammer-capped (as the portfolio runs it), tactics"
+        ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
     seed: Annotated[int, typer.Option(help="seed of the arm order")] = 0,

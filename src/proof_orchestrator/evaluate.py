@@ -15,7 +15,14 @@ the same CPU budget:
   with a cap (:data:`PORTFOLIO`): quick tactics, best-first search (the k-NN
   model mined from the file's earlier proofs, retrieved premises, closing and
   structural steps), induction, then ``hammer`` with what is left;
-* ``hammer`` (``--baseline hammer``): CoqHammer's ``hammer`` alone;
+* ``hammer`` (``--baseline hammer``): CoqHammer as its users run it,
+  ``Timeout B hammer.`` with CoqHammer's defaults (``Set Hammer GSMode 2``
+  on two cores, as its documentation advises), B the budget. Its CPU time
+  is measured like every arm's, its ATPs included; it is not cut at the CPU
+  budget (Coq's ``Timeout`` is wall-clock, as for a user);
+* ``hammer-capped`` (``--baseline hammer-capped``): ``hammer`` as the
+  portfolio runs it, ATP limit half the budget, reconstruction limit a
+  quarter, killed when coqtop and its ATPs together reach the budget;
 * ``tactics`` (``--baseline tactics``): a fixed list of standard tactics.
 
 A proof counts only after ``Qed`` succeeds in the session and ``Print
@@ -54,14 +61,29 @@ from .errors import OrchError, ProverError, ScriptRejected
 from .goals import Budget, Outcome
 from .project.coq_holes import CoqHole, declared_axioms, qed_proofs
 from .project.coqproject import project_for
+from .provers.base import TacticStatus
 from .provers.coq import CoqProver, CoqSession, CoqSettings, PrefixError
 from .strategies.base import Strategy, StrategyResult
-from .strategies.hammer import HAMMER_PREAMBLE, HammerStrategy, hammer_environment
+from .strategies.hammer import (
+    HAMMER_PREAMBLE,
+    HammerStrategy,
+    hammer_environment,
+    reconstruction,
+)
 from .strategies.knn import FileModels
 from .strategies.micro import InductionStrategy, MicroStrategy, _QuickTactics
 from .strategies.search import SearchStrategy
 
-__all__ = ["ARMS", "TACTICS_BASELINE", "EvalError", "GoalRow", "evaluate", "par2", "write_result"]
+__all__ = [
+    "ARMS",
+    "BASELINES",
+    "TACTICS_BASELINE",
+    "EvalError",
+    "GoalRow",
+    "evaluate",
+    "par2",
+    "write_result",
+]
 
 #: the fixed tactic list of the ``tactics`` baseline
 TACTICS_BASELINE = (
@@ -78,7 +100,9 @@ TACTICS_BASELINE = (
     "intros; simpl; auto.",
     "intros; lia.",
 )
-ARMS = ("portfolio", "hammer", "tactics")
+ARMS = ("portfolio", "hammer", "hammer-capped", "tactics")
+#: the peers ``--baseline`` accepts
+BASELINES = ARMS[1:]
 #: the portfolio's order, with the share of the budget each may use at most
 PORTFOLIO = (
     ("micro", 0.1),
@@ -165,6 +189,8 @@ async def _run_arm(
 ) -> tuple[StrategyResult | None, str]:
     """The arm's first candidate (or None) and the strategy that found it."""
     if arm == "hammer":
+        return await _hammer_as_users_run_it(session, budget), "hammer"
+    if arm == "hammer-capped":
         found = await HammerStrategy().prove(session, hole.goal, budget)
         return (found, "hammer") if found.outcome is Outcome.CANDIDATE else (None, "")
     if arm == "tactics":
@@ -196,6 +222,22 @@ async def _run_arm(
     return None, ""
 
 
+async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> StrategyResult | None:
+    """``Timeout B hammer.`` in the session, CoqHammer's settings untouched; None if it fails.
+
+    As a user would, the proof kept is the reconstruction tactic hammer prints
+    ("Replace the hammer tactic with: ..."), which the ``Qed`` check then runs
+    without the ATPs; ``hammer.`` itself only when it printed none.
+    """
+    spent = _arm_clock(session)
+    started = time.monotonic()
+    found = await session.run_tactic("hammer.", session.root, timeout=budget.cpu_seconds)
+    if found.status is not TacticStatus.COMPLETE:
+        return None
+    script = reconstruction(found.message) or "hammer."
+    return StrategyResult(Outcome.CANDIDATE, (script,), 1, spent(), time.monotonic() - started)
+
+
 #: (file, [(index of the Qed proof in the file, arm order)])
 _FileJobs = tuple[Path, list[tuple[int, list[str]]]]
 
@@ -218,9 +260,11 @@ async def evaluate(
     ``journal``, when given, gets one JSON line per finished goal; ``on_total``
     is told the number of goals and the arms once the files are read.
     """
-    unknown = set(baselines) - {"hammer", "tactics"}
+    unknown = set(baselines) - set(BASELINES)
     if unknown:
-        raise EvalError(f"unknown baseline(s): {', '.join(sorted(unknown))} (hammer, tactics)")
+        raise EvalError(
+            f"unknown baseline(s): {', '.join(sorted(unknown))} ({', '.join(BASELINES)})"
+        )
     hammer_environment()
     files = [p.resolve() for p in paths]
     arms = ["portfolio", *dict.fromkeys(baselines)]
