@@ -17,7 +17,7 @@ from typing import Any
 from .errors import ProverError
 from .goals import Budget, Outcome
 from .ledger import Ledger
-from .project.holes import Hole
+from .project.holes import Hole, scan_text
 from .project.patch import Patch, apply_patches
 from .provers.base import TacticStatus, Verdict, VerificationResult
 from .provers.coq import PrefixError
@@ -25,7 +25,7 @@ from .provers.coq_verify import CoqVerifier
 from .provers.lean import LeanVerifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
-__all__ = ["blamed_candidates", "replay_script", "verify_candidates"]
+__all__ = ["blamed_candidates", "replay_script", "verify_candidates", "waits_on_holes"]
 
 
 async def replay_script(
@@ -74,6 +74,8 @@ async def verify_candidates(
         return []
     cpu_before = verifier.cpu_seconds
 
+    hole_names = {h.goal.qualified_name for h in scan_text(path, text)}
+
     def reject(item: Candidate, detail: str) -> None:
         _, goal_report, goal_id = item
         goal_report.outcome = Outcome.REJECTED
@@ -88,6 +90,16 @@ async def verify_candidates(
             prover_version=version,
             message=detail,
         )
+        ledger.set_goal_status(goal_id, "rejected")
+
+    def reason(item: Candidate, result: VerificationResult) -> str:
+        waits = waits_on_holes(item, result, path.stem, hole_names)
+        if not waits:
+            return result.detail
+        return (
+            "the proof uses " + ", ".join(sorted(waits)) + ", which has no verified proof "
+            "in this file (its Admitted would become an assumption)"
+        )
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
         patched = apply_patches(text, [Patch(h, r.sentences, r.helpers) for h, r, _ in chosen])
@@ -97,8 +109,10 @@ async def verify_candidates(
     # Verify everything at once; on failure, drop the candidates the verifier
     # blames (the lemma at the compiler's error line, or those with new
     # assumptions) and try again. Only when it blames nobody, fall back to
-    # adding candidates one at a time.
-    remaining = list(candidates)
+    # adding candidates one at a time, in file order (a lemma's proof may use
+    # the holes above it), going round again while a round accepts something:
+    # a candidate that used a hole accepted later in the round gets its retry.
+    remaining = sorted(candidates, key=lambda item: item[0].proof_start)
     accepted: list[Candidate] = []
     while remaining:
         result = await check(remaining)
@@ -107,20 +121,51 @@ async def verify_candidates(
             break
         blamed = blamed_candidates(text, remaining, result)
         if not blamed:
+            failures: dict[int, str] = {}
+            while remaining:
+                still: list[Candidate] = []
+                for item in remaining:
+                    single = await check([*accepted, item])
+                    if single.accepted:
+                        accepted.append(item)
+                    else:
+                        still.append(item)
+                        failures[id(item)] = reason(item, single)
+                if len(still) == len(remaining):
+                    break
+                remaining = still
             for item in remaining:
-                single = await check([*accepted, item])
-                if single.accepted:
-                    accepted.append(item)
-                else:
-                    reject(item, single.detail)
+                reject(item, failures[id(item)])
             break
         for item in blamed:
-            reject(item, result.detail)
+            reject(item, reason(item, result))
         remaining = [item for item in remaining if all(item is not b for b in blamed)]
     for _, goal_report, _ in accepted:
         goal_report.outcome = Outcome.PROVED
     file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
     return accepted
+
+
+def waits_on_holes(
+    item: Candidate, result: VerificationResult, module: str, hole_names: set[str]
+) -> set[str]:
+    """The holes of the file that alone stand behind ``item``'s new assumptions.
+
+    Empty when the verdict is not about assumptions, or when anything else
+    (a real axiom, a hole of another file) is among them.
+    """
+    if result.verdict is not Verdict.NEW_ASSUMPTIONS:
+        return set()
+    name = item[0].goal.qualified_name
+    keys = [
+        entry.split(": ", 1)[1]
+        for entry in result.new_assumptions
+        if entry.startswith(f"{name}: ")
+    ]
+    holes = {f"{module}.{hole}": hole for hole in hole_names if hole != name}
+    if not keys or any(key not in holes for key in keys):
+        return set()
+    return {holes[key] for key in keys}
 
 
 def blamed_candidates(

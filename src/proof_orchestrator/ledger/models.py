@@ -67,7 +67,7 @@ class GoalRow(Base):
     line: Mapped[int] = mapped_column(Integer)
     statement: Mapped[str] = mapped_column(Text)
     language: Mapped[str] = mapped_column(String(16), default="coq")
-    #: open / proved / failed / skipped
+    #: open / proved / failed / rejected (the whole-file check refused its proof) / error / skipped
     status: Mapped[str] = mapped_column(String(16), default="open")
     first_seen: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

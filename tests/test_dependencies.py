@@ -1,0 +1,99 @@
+"""Candidates that use other holes: verified in file order, retried, or rejected with the reason."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from proof_orchestrator.checking import verify_candidates
+from proof_orchestrator.goals import Outcome
+from proof_orchestrator.ledger import Ledger, LedgerReader
+from proof_orchestrator.project.coq_holes import scan_coq_text
+from proof_orchestrator.provers.coq_verify import CoqVerifier
+from proof_orchestrator.reports import Candidate, FileReport, FileStatus, GoalReport
+
+SOURCE = """\
+Lemma base : forall n : nat, n + 0 = n.
+Admitted.
+
+Lemma uses_base : forall n : nat, (n + 0) + 0 = n.
+Admitted.
+
+Lemma later : True.
+Admitted.
+
+Definition clash := 0.
+"""
+
+
+async def _verify(
+    path: Path, ledger: Ledger, scripts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+) -> tuple[list[Candidate], dict[str, GoalReport]]:
+    """Verify the given (script, helpers) per lemma, candidates listed in the given order."""
+    text = path.read_text(encoding="utf-8")
+    holes = {h.goal.name: h for h in scan_coq_text(path, text)}
+    run_id = ledger.start_run("test", {}, "")
+    reports: dict[str, GoalReport] = {}
+    candidates: list[Candidate] = []
+    for name, (script, helpers) in scripts.items():
+        hole = holes[name]
+        report = GoalReport(hole.goal, Outcome.CANDIDATE, "test", script, helpers=helpers)
+        reports[name] = report
+        candidates.append((hole, report, ledger.upsert_goal(hole.goal)))
+    verifier = CoqVerifier()
+    try:
+        accepted = await verify_candidates(
+            path,
+            text,
+            candidates,
+            verifier,
+            set(),
+            ledger,
+            run_id,
+            "",
+            FileReport(path, FileStatus.INTERRUPTED),
+        )
+    finally:
+        await verifier.aclose()
+    return accepted, reports
+
+
+async def test_a_proof_using_an_earlier_hole_is_kept_when_that_hole_is_proved_too(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    """One-at-a-time checking goes in file order and retries: the order found does not matter.
+
+    The helper of ``later`` clashes with a definition further down, so the batch
+    check fails at a line no candidate owns, and candidates are checked one by one.
+    ``uses_base`` is listed first: checked first, it would fail while ``base`` is
+    still admitted.
+    """
+    path = write_v("Dep.v", SOURCE)
+    accepted, reports = await _verify(
+        path,
+        ledger,
+        {
+            "uses_base": (("intros.", "rewrite !base.", "reflexivity."), ()),
+            "later": (("exact I.",), ("Definition clash := 1.",)),
+            "base": (("intros.", "induction n; simpl; congruence."), ()),
+        },
+    )
+    assert sorted(h.goal.name for h, _, _ in accepted) == ["base", "uses_base"]
+    assert reports["uses_base"].outcome is Outcome.PROVED
+    assert reports["later"].outcome is Outcome.REJECTED
+
+
+async def test_a_proof_using_an_unproved_hole_is_rejected_with_the_reason(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Dep.v", SOURCE)
+    accepted, reports = await _verify(
+        path, ledger, {"uses_base": (("intros.", "rewrite !base.", "reflexivity."), ())}
+    )
+    assert accepted == []
+    report = reports["uses_base"]
+    assert report.outcome is Outcome.REJECTED
+    assert "uses base, which has no verified proof" in report.message
+    # the ledger says so too: never a silent "open"
+    goals = {g["name"]: g for g in LedgerReader(ledger).goals()}
+    assert goals["uses_base"]["status"] == "rejected"
