@@ -18,7 +18,7 @@ from .errors import ProverError
 from .goals import Budget, Outcome
 from .ledger import Ledger
 from .project.holes import Hole, scan_text
-from .project.patch import Patch, apply_patches
+from .project.patch import Patch, apply_patches, import_insertion
 from .provers.base import TacticStatus, Verdict, VerificationResult
 from .provers.coq import PrefixError
 from .provers.coq_verify import CoqVerifier
@@ -102,7 +102,9 @@ async def verify_candidates(
         )
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
-        patched = apply_patches(text, [Patch(h, r.sentences, r.helpers) for h, r, _ in chosen])
+        patched = apply_patches(
+            text, [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
+        )
         goals = [h.goal for h, _, _ in chosen]
         return await verifier.verify(path, text, patched, goals, frozenset(axioms))
 
@@ -158,9 +160,7 @@ def waits_on_holes(
         return set()
     name = item[0].goal.qualified_name
     keys = [
-        entry.split(": ", 1)[1]
-        for entry in result.new_assumptions
-        if entry.startswith(f"{name}: ")
+        entry.split(": ", 1)[1] for entry in result.new_assumptions if entry.startswith(f"{name}: ")
     ]
     holes = {f"{module}.{hole}": hole for hole in hole_names if hole != name}
     if not keys or any(key not in holes for key in keys):
@@ -177,17 +177,30 @@ def blamed_candidates(
         return [item for item in chosen if item[0].goal.qualified_name in names]
     if result.error_line is None:
         return []
+    patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
+    at, imports = import_insertion(text, patches)
+    added = imports.count("\n")
+    if added:
+        # the imports' own lines: blame the proofs that need them
+        first_import = text.count("\n", 0, at) + (2 if at else 1)
+        if first_import <= result.error_line < first_import + added:
+            return [item for item, patch in zip(chosen, patches, strict=True) if patch.imports]
     # find the patched proof (or its helpers) that contains the error line
-    ordered = sorted(chosen, key=lambda item: item[0].proof_start)
+    ordered = sorted(zip(chosen, patches, strict=True), key=lambda pair: pair[0][0].proof_start)
     shift = 0
-    for item in ordered:
-        hole, goal_report, _ = item
-        patch = Patch(hole, goal_report.sentences, goal_report.helpers)
+    for item, patch in ordered:
+        hole = item[0]
         replacement = patch.replacement()
         inserted = patch.insertion(text).count("\n")
-        first = text.count("\n", 0, hole.statement_start) + 1 + shift
+        above = added if hole.statement_start >= at else 0
+        first = text.count("\n", 0, hole.statement_start) + 1 + shift + above
         last = (
-            text.count("\n", 0, hole.proof_start) + 1 + shift + inserted + replacement.count("\n")
+            text.count("\n", 0, hole.proof_start)
+            + 1
+            + shift
+            + above
+            + inserted
+            + replacement.count("\n")
         )
         if first <= result.error_line <= last:
             return [item]

@@ -133,6 +133,13 @@ RayAddress = Annotated[
     str | None,
     typer.Option(help="Ray cluster: auto, HOST:PORT, or empty for a local one [ORCH_RAY_ADDRESS]"),
 ]
+AllowImport = Annotated[
+    str | None,
+    typer.Option(
+        help="imports a proof may add, comma-separated: hammer-tactics (`From Hammer Require "
+        "Import Tactics.`, for proofs only CoqHammer's sauto/hauto rebuild) [ORCH_ALLOW_IMPORT]"
+    ),
+]
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
 ]
@@ -389,6 +396,7 @@ def fill_command(
     budget_cap: BudgetCap = None,
     prover_memory_mb: ProverMemory = None,
     memory_budget_mb: MemoryBudget = None,
+    allow_import: AllowImport = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     _check_inputs(paths)
@@ -629,6 +637,7 @@ def bg_command(
     budget_cap: BudgetCap = None,
     prover_memory_mb: ProverMemory = None,
     memory_budget_mb: MemoryBudget = None,
+    allow_import: AllowImport = None,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
     _check_inputs(paths)

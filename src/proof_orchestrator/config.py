@@ -17,7 +17,10 @@ from typing import Any
 
 from .errors import OrchError
 
-__all__ = ["ConfigError", "Settings", "load_settings"]
+__all__ = ["IMPORTABLE", "ConfigError", "Settings", "load_settings"]
+
+#: what ``allow_import`` may name (the sentences are in ``project.patch.ALLOWED_IMPORTS``)
+IMPORTABLE = ("hammer-tactics",)
 
 
 class ConfigError(OrchError):
@@ -54,6 +57,12 @@ class Settings:
     executor: str = "local"
     #: the Ray cluster: "auto", "HOST:PORT", or "" to start a local one
     ray_address: str = ""
+    #: imports a proof may add to a file, comma-separated ("hammer-tactics"; "" for none)
+    allow_import: str = ""
+
+    @property
+    def allowed_imports(self) -> frozenset[str]:
+        return frozenset(n.strip() for n in self.allow_import.split(",") if n.strip())
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:
@@ -70,6 +79,12 @@ class Settings:
         for name in ("budget", "budget_cap", "tactic_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        unknown = self.allowed_imports - set(IMPORTABLE)
+        if unknown:
+            raise ConfigError(
+                f"allow_import: unknown import(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(IMPORTABLE)}"
+            )
         if self.budget_cap < self.budget:
             raise ConfigError(f"budget_cap ({self.budget_cap}) is below budget ({self.budget})")
         return self

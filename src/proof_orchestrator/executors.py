@@ -72,7 +72,7 @@ class AttemptRequest:
     route: str = ""
 
 
-def make_strategies(popular: Sequence[str]) -> list[Strategy]:
+def make_strategies(popular: Sequence[str], allow_tactics_import: bool = False) -> list[Strategy]:
     """Every strategy, built without the ledger (the cached scripts are passed in)."""
     from .strategies.lean_tactics import LeanQuickStrategy
     from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
@@ -83,7 +83,7 @@ def make_strategies(popular: Sequence[str]) -> list[Strategy]:
         InductionStrategy(),
         CachedStrategy(popular),
         LeanQuickStrategy(),
-        *strong_strategies(),
+        *strong_strategies((), allow_tactics_import),
     ]
 
 
@@ -157,7 +157,8 @@ class ProverWorker:
     async def attempt(self, request: AttemptRequest) -> StrategyResult:
         if self._sampler is None:
             self._sampler = asyncio.create_task(self.governor.run(), name="node-governor")
-        strategies = {s.name: s for s in make_strategies(request.popular)}
+        allow = "hammer-tactics" in self.options.orch.allowed_imports
+        strategies = {s.name: s for s in make_strategies(request.popular, allow)}
         strategy = strategies[request.strategy]
         tools = self.tools.for_hole(request.hole)
         self.served += 1

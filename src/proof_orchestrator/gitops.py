@@ -297,7 +297,12 @@ def publish(
             by_file.setdefault(relative, (text, []))[1].append(goal_report)
         for relative, (text, reports) in by_file.items():
             changes[relative] = apply_patches(
-                text, [Patch(r.hole, r.sentences, r.helpers) for r in reports if r.hole is not None]
+                text,
+                [
+                    Patch(r.hole, r.sentences, r.helpers, r.imports)
+                    for r in reports
+                    if r.hole is not None
+                ],
             )
         reports_all = [g for _, _, g in items]
         where = items[0][0] if len(by_file) == 1 else Path(f"{len(by_file)} files")

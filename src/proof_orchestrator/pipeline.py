@@ -125,7 +125,9 @@ async def fill(
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
-        strategies = default_strategies(ledger, options.orch.profile)
+        strategies = default_strategies(
+            ledger, options.orch.profile, options.orch.allowed_imports
+        )
     report = FillReport()
     started = time.monotonic()
     scanned: list[tuple[Path, str | None, list[Hole], str]] = []

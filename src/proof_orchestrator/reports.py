@@ -61,6 +61,8 @@ class GoalReport:
     hole: Hole | None = None
     #: helper lemmas the proof needs, inserted before the declaration (the market)
     helpers: tuple[str, ...] = ()
+    #: imports the proof needs, added after the file's ``Require``s (``--allow-import``)
+    imports: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -48,7 +48,12 @@ from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import race
 from .scheduler.queue import GoalQueue, priority
 from .strategies.base import Strategy, StrategyResult
-from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
+from .strategies.hammer import (
+    FOUND_WITH_TACTICS,
+    HammerStrategy,
+    SautoStrategy,
+    hammer_environment,
+)
 from .strategies.knn import FileModels
 from .strategies.lean_tactics import LeanQuickStrategy
 from .strategies.micro import (
@@ -77,14 +82,18 @@ __all__ = [
 MAX_REVISITS_PER_RUN = 1
 
 
-def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
+def default_strategies(
+    ledger: Ledger, profile: int, allowed_imports: frozenset[str] = frozenset()
+) -> list[Strategy]:
     """The strategies of a profile, in the order preferred before anything is learned.
 
     Profile 0 is the quick tactics. Profile 1 (the default) adds best-first
     search (with the k-NN model mined from the file's earlier proofs and
     retrieved premises), and, in files that load CoqHammer, the ``sauto``
-    family and ``hammer``. Profile 2 adds the helper-lemma market
-    (:mod:`proof_orchestrator.market`).
+    family and ``hammer`` (in a side session where the file does not load
+    CoqHammer). Profile 2 adds the helper-lemma market
+    (:mod:`proof_orchestrator.market`). ``allowed_imports`` holding
+    ``hammer-tactics`` lets proofs use CoqHammer's tactics by adding the import.
     """
     strategies: list[Strategy] = [
         MicroStrategy(),
@@ -93,19 +102,27 @@ def default_strategies(ledger: Ledger, profile: int) -> list[Strategy]:
         LeanQuickStrategy(),
     ]
     if profile >= 1:
-        strategies += strong_strategies(ledger.proved_statements())
+        strategies += strong_strategies(
+            ledger.proved_statements(), "hammer-tactics" in allowed_imports
+        )
     if profile >= 2:
         strategies.append(MarketStrategy(ledger))
     return strategies
 
 
-def strong_strategies(proved: Sequence[tuple[str, Sequence[str]]] = ()) -> list[Strategy]:
-    """Search, ``sauto`` and ``hammer`` (the last two only act where CoqHammer is loaded).
+def strong_strategies(
+    proved: Sequence[tuple[str, Sequence[str]]] = (), allow_tactics_import: bool = False
+) -> list[Strategy]:
+    """Search, ``sauto`` and ``hammer``.
 
     ``proved`` (statement, script) pairs seed the search's k-NN model with the
     proofs found before (the ledger's), besides the file's own earlier proofs.
     """
-    return [SearchStrategy(FileModels(proved)), SautoStrategy(), HammerStrategy()]
+    return [
+        SearchStrategy(FileModels(proved)),
+        SautoStrategy(allow_tactics_import),
+        HammerStrategy(allow_tactics_import),
+    ]
 
 
 def language_of_strategy(strategy: Strategy) -> str:
@@ -138,7 +155,7 @@ class ProjectTools:
     def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, coq_holes.CoqHole):
             raise TypeError("a Coq project got a hole of another language")
-        return self.prover.session(hole.goal, text, hole.prefix_end)
+        return self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
 
     @staticmethod
     def gate(sentences: Sequence[str]) -> tuple[str, ...]:
@@ -355,6 +372,7 @@ class GoalRun:
             item.report.strategy = outcome.winner
             item.report.sentences = sentences
             item.report.helpers = result.helpers
+            item.report.imports = result.imports
             await self.goal_done(item, item.report)
             return
         # no candidate: strategies that ran out of time get a doubled budget later
@@ -364,6 +382,11 @@ class GoalRun:
             if r.outcome is Outcome.TIMEOUT
         }
         doubled = {n: b for n, b in timed_out.items() if b <= self.options.orch.budget_cap}
+        hints = [
+            r.message for r in outcome.results.values() if r.message.startswith(FOUND_WITH_TACTICS)
+        ]
+        if hints:
+            item.report.message = hints[0]  # the user can allow the import and run again
         worst = [r.outcome for r in outcome.results.values()]
         item.report.outcome = (
             Outcome.TIMEOUT
@@ -539,7 +562,7 @@ class GoalRun:
             state.report,
         )
         final_text = apply_patches(
-            state.text, [Patch(h, r.sentences, r.helpers) for h, r, _ in accepted]
+            state.text, [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in accepted]
         )
         written = False
         if accepted and not self.options.dry_run:
@@ -554,7 +577,8 @@ class GoalRun:
         for hole, goal_report, goal_id in accepted:
             # the change this proof alone makes to the file
             alone = apply_patches(
-                state.text, [Patch(hole, goal_report.sentences, goal_report.helpers)]
+                state.text,
+                [Patch(hole, goal_report.sentences, goal_report.helpers, goal_report.imports)],
             )
             diff = "".join(
                 difflib.unified_diff(

@@ -39,6 +39,8 @@ __all__ = ["CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
 
 _NO_MORE_GOALS = re.compile(r"^No more goals\.$", re.M)
 _GOAL_COUNT = re.compile(r"^(\d+) goals?\b", re.M)
+#: how coqtop reports an error in the sentence it was sent (location, then ``Error:``)
+_SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*Error:", re.M)
 
 
 class PrefixError(ProjectError):
@@ -80,10 +82,18 @@ class _Loaded:
 class CoqSession:
     """A proof of one goal in one coqtop. Made by :meth:`CoqProver.session`."""
 
-    def __init__(self, prover: CoqProver, goal: Goal, prefix: Sequence[str]) -> None:
+    def __init__(
+        self,
+        prover: CoqProver,
+        goal: Goal,
+        prefix: Sequence[str],
+        statement_index: int | None = None,
+    ) -> None:
         self._prover = prover
         self.goal = goal
         self._prefix = list(prefix)
+        #: index in the prefix of the goal's statement sentence (None: not known)
+        self.statement_index = statement_index
         self._top: CoqTop | None = None
         self._generation = 0
         self._root: ProofState | None = None
@@ -102,6 +112,26 @@ class CoqSession:
     @property
     def prover(self) -> CoqProver:
         return self._prover
+
+    def side_session(
+        self, before_statement: Sequence[str]
+    ) -> AbstractAsyncContextManager[CoqSession]:
+        """Another session at the same goal, with ``before_statement`` run just before it.
+
+        Everything above the statement runs as in the file, so the place stays
+        faithful: only the extra sentences (say, loading CoqHammer) are added,
+        inside whatever sections and modules are open there. The caller checks
+        anything found there again in this session, which has none of them.
+        """
+        if self.statement_index is None:
+            raise ValueError(
+                f"the session on {self.goal.name} does not know where its statement is"
+            )
+        at = self.statement_index
+        prefix = [*self._prefix[:at], *before_statement, *self._prefix[at:]]
+        return self._prover.session_at(
+            self.goal, prefix, statement_index=at + len(before_statement)
+        )
 
     # -- opening and closing ----------------------------------------------
 
@@ -211,6 +241,14 @@ class CoqSession:
                 else TacticStatus.FAILED
             )
             return TacticResult(status, origin, message=reply.output, cpu_seconds=reply.cpu_seconds)
+        if _SENTENCE_ERROR.search(reply.output):
+            # an error that still advanced the state (CoqHammer reports a Timeout
+            # reached inside it this way): the tactic failed, go back
+            self._current = ProofState((*origin.script, code), reply.state, self._generation)
+            await self.back_to(origin)
+            return TacticResult(
+                TacticStatus.FAILED, origin, message=reply.output, cpu_seconds=reply.cpu_seconds
+            )
         new_state = ProofState((*origin.script, code), reply.state, self._generation)
         self._current = new_state
         display = reply.output
@@ -371,15 +409,25 @@ class CoqProver:
         return match.group(1) if match else first
 
     def session(
-        self, goal: Goal, source: str, prefix_end: int
+        self, goal: Goal, source: str, prefix_end: int, statement_start: int | None = None
     ) -> AbstractAsyncContextManager[CoqSession]:
-        """A session at ``goal``: ``source[:prefix_end]`` is loaded first."""
-        return self.session_at(goal, self._prefix_codes(source, prefix_end))
+        """A session at ``goal``: ``source[:prefix_end]`` is loaded first.
+
+        ``statement_start``, the offset of the goal's statement, lets the session
+        open :meth:`CoqSession.side_session`.
+        """
+        codes = self._prefix_codes(source, prefix_end)
+        index = None
+        if statement_start is not None:
+            index = sum(1 for s in self._split_cache[source] if s.end <= statement_start)
+        return self.session_at(goal, codes, statement_index=index)
 
     @asynccontextmanager
-    async def session_at(self, goal: Goal, prefix: Sequence[str]) -> AsyncIterator[CoqSession]:
+    async def session_at(
+        self, goal: Goal, prefix: Sequence[str], *, statement_index: int | None = None
+    ) -> AsyncIterator[CoqSession]:
         """A session after the sentences ``prefix`` (the last one opens the goal)."""
-        session = CoqSession(self, goal, prefix)
+        session = CoqSession(self, goal, prefix, statement_index)
         try:
             await session._open()
             yield session

@@ -26,6 +26,8 @@ class StrategyResult:
     message: str = ""
     #: whole helper lemmas the script needs, to insert before the declaration
     helpers: tuple[str, ...] = ()
+    #: imports the script needs (allowed ones only, see ``project.patch.ALLOWED_IMPORTS``)
+    imports: tuple[str, ...] = ()
 
 
 class Strategy(Protocol):

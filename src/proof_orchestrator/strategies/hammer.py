@@ -8,11 +8,25 @@ it succeeds it prints the tactic that reconstructs the proof inside Coq
 the stored proof: it is checked again on its own in the session, and later
 checks need no external prover.
 
-Both strategies run only where the file has CoqHammer loaded (``Locate Ltac``
-finds ``Hammer.Tactics.Tactics.sauto``; ``hammer`` itself needs
-``From Hammer Require Import Hammer``). A proof never adds an import: a file
-without CoqHammer gets neither. ``orch eval`` loads CoqHammer in front of
-every file it evaluates, which is what makes the peer comparison possible.
+Where the file loads CoqHammer (``Locate Ltac`` finds
+``Hammer.Tactics.Tactics.sauto``), both run in the goal's own session.
+Elsewhere ``hammer`` runs in a *side session*: the same file prefix with
+``From Hammer Require Import Hammer`` loaded just before the statement, inside
+whatever sections and modules are open there, so everything above the goal
+ran as in the file. What it finds is then rebuilt in the goal's own session,
+without CoqHammer, from the lemmas the ATPs used, with tactics every Coq has
+(:func:`standard_reconstructions`: ``eauto using``, ``firstorder using``,
+rewriting, ``congruence``...). The proof written back compiles in the file as
+it is; a proof never adds an import unless the user allows it.
+
+When only CoqHammer's own tactics (``sauto``/``hauto``/``qauto``...) rebuild
+the proof, the hole stays open and the attempt says "found with
+Hammer.Tactics". With ``--allow-import hammer-tactics`` that tactic is kept
+instead, checked in a side session that loads ``Hammer.Tactics``, and the
+proof carries the import ``From Hammer Require Import Tactics.`` that the
+patch adds after the file's last ``Require`` (the whole file is verified as
+always). ``sauto`` runs in files without CoqHammer only when that import is
+allowed.
 """
 
 from __future__ import annotations
@@ -21,9 +35,10 @@ import math
 import os
 import re
 import time
+from collections.abc import Callable, Sequence
 
 from ..goals import Budget, Goal, Outcome
-from ..provers.base import TacticStatus
+from ..provers.base import TacticResult, TacticStatus
 from ..provers.coq import CoqSession
 from .base import StrategyResult
 from .micro import _QuickTactics
@@ -31,18 +46,25 @@ from .micro import _QuickTactics
 __all__ = [
     "HAMMER_LIBEXEC",
     "HAMMER_PREAMBLE",
+    "FOUND_WITH_TACTICS",
     "SAUTO_TACTICS",
+    "TACTICS_IMPORT",
     "HammerStrategy",
     "SautoStrategy",
     "dependencies",
     "hammer_environment",
     "reconstruction",
     "replacements",
+    "standard_reconstructions",
 ]
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
-#: sentences that load CoqHammer in front of a file (used by ``orch eval``)
+#: sentences that load CoqHammer (in front of a file in ``orch eval``, before a statement here)
 HAMMER_PREAMBLE = ("From Hammer Require Import Hammer.", "Set Hammer GSMode 2.")
+#: the import ``--allow-import hammer-tactics`` lets a proof add
+TACTICS_IMPORT = "From Hammer Require Import Tactics."
+#: a found proof is said to need CoqHammer's tactics with this opening
+FOUND_WITH_TACTICS = "found with Hammer.Tactics"
 SAUTO_TACTICS = (
     "qauto.",
     "hauto.",
@@ -98,46 +120,186 @@ def reconstruction(output: str) -> str | None:
     return f"{tactic}." if tactic else None
 
 
+_USE = re.compile(r"\buse:\s*(?P<names>[^.]+?)\s*\.?\s*$")
+
+
+def _use_names(tactic: str | None) -> list[str]:
+    """The lemma names of a printed tactic's ``use:`` clause."""
+    if not tactic:
+        return []
+    match = _USE.search(tactic)
+    if match is None:
+        return []
+    return [n.strip() for n in match.group("names").split(",") if n.strip()]
+
+
+def standard_reconstructions(output: str) -> list[str]:
+    """Proofs of what ``hammer`` found, with tactics every Coq has (no CoqHammer).
+
+    The lemmas are named as the printed tactic's ``use:`` clause names them
+    (short names), then by their qualified names from the ATP's dependency
+    list; each list feeds ``eauto using``, ``firstorder using``, rewriting and
+    ``congruence``. Tactics that need no lemma come last.
+    """
+    printed = reconstruction(output)
+    spellings = [_use_names(printed), dependencies(output)]
+    found: list[str] = []
+    for names in spellings:
+        if not names:
+            continue
+        use = ", ".join(names)
+        rewrites = ", ".join(f"?{n}" for n in names)
+        found += [
+            f"eauto using {use}.",
+            f"intros; subst; eauto using {use}.",
+            f"firstorder using {use}.",
+            f"intuition (eauto using {use}).",
+            f"intros; rewrite {rewrites}; auto.",
+            f"intros; rewrite {rewrites} in *; congruence.",
+            f"intros; simpl in *; rewrite {rewrites} in *; eauto using {use}.",
+        ]
+    found += ["congruence.", "intuition.", "firstorder.", "intros; subst; eauto.", "tauto."]
+    return list(dict.fromkeys(found))
+
+
+class _Scripts(_QuickTactics):
+    """A fixed list of one-sentence scripts, tried in batches."""
+
+    def __init__(self, name: str, scripts: Sequence[str]) -> None:
+        self.name = name
+        self._scripts = list(scripts)
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        del session
+        return self._scripts
+
+
 async def _has_hammer_tactics(session: CoqSession) -> bool:
     return await session.locate_ltac("Hammer.Tactics.Tactics.sauto") is not None
 
 
 class SautoStrategy(_QuickTactics):
-    """The ``sauto`` family of CoqHammer's tactics (no external prover)."""
+    """The ``sauto`` family of CoqHammer's tactics (no external prover).
+
+    In a file without CoqHammer it runs only when ``allow_tactics_import`` is
+    set, in a side session that loads ``Hammer.Tactics``; its proof then carries
+    the import.
+    """
 
     name = "sauto"
+
+    def __init__(self, allow_tactics_import: bool = False) -> None:
+        self.allow_tactics_import = allow_tactics_import
 
     async def scripts(self, session: CoqSession) -> list[str]:
         if not await _has_hammer_tactics(session):
             return []
         return list(SAUTO_TACTICS)
 
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        if await _has_hammer_tactics(session) or not self.allow_tactics_import:
+            return await super().prove(session, goal, budget)
+        started = time.monotonic()
+        async with session.side_session((TACTICS_IMPORT,)) as side:
+            found = await super().prove(side, goal, budget)
+        if found.outcome is not Outcome.CANDIDATE:
+            return found
+        return StrategyResult(
+            Outcome.CANDIDATE,
+            found.sentences,
+            found.tactics_tried,
+            found.cpu_seconds,
+            time.monotonic() - started,
+            imports=(TACTICS_IMPORT,),
+        )
+
 
 class HammerStrategy:
-    """``hammer`` with its ATPs; the stored proof is the reconstruction tactic."""
+    """``hammer`` with its ATPs; the stored proof is a reconstruction that needs no ATP.
+
+    In a file that does not load CoqHammer, ``hammer`` runs in a side session
+    and its proof is rebuilt in the goal's own session with standard tactics
+    (see the module's docstring).
+    """
 
     name = "hammer"
     weight = "heavy"
 
+    def __init__(self, allow_tactics_import: bool = False) -> None:
+        self.allow_tactics_import = allow_tactics_import
+
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
-        del goal
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
+        sides: list[CoqSession] = []
+
+        def spent() -> float:
+            return session.cpu_seconds() - cpu_start + sum(s.cpu_seconds() for s in sides)
 
         def result(
-            outcome: Outcome, script: tuple[str, ...] = (), message: str = ""
+            outcome: Outcome,
+            script: tuple[str, ...] = (),
+            message: str = "",
+            imports: tuple[str, ...] = (),
         ) -> StrategyResult:
             return StrategyResult(
                 outcome,
                 script,
                 1,
-                session.cpu_seconds() - cpu_start,
+                spent(),
                 time.monotonic() - started,
                 message,
+                imports=imports,
             )
 
-        if not await _has_hammer_tactics(session):
-            return result(Outcome.FAILED, message="CoqHammer is not loaded in this file")
+        loaded = await _has_hammer_tactics(session)
+        if loaded:
+            found = await self._hammer(session, budget, spent)
+        else:
+            async with session.side_session(HAMMER_PREAMBLE) as side:
+                sides.append(side)
+                found = await self._hammer(side, budget, spent)
+        if found.status is TacticStatus.TIMEOUT:
+            return result(Outcome.TIMEOUT)
+        if found.status is not TacticStatus.COMPLETE:
+            return result(Outcome.FAILED, message=found.message[-300:])
+        # rebuild the proof in the goal's own session: with CoqHammer's tactics where the
+        # file has them, else with standard tactics from the lemmas the ATPs used
+        tactics = replacements(found.message) if loaded else standard_reconstructions(found.message)
+        if not tactics:
+            return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
+        left = budget.cpu_seconds - spent()
+        if left <= 0:
+            return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
+        part = Budget(left, max(budget.tactic_seconds, 3.0), budget.grace_seconds)
+        rebuilt = await _Scripts("hammer", tactics).prove(session, goal, part)
+        if rebuilt.outcome is Outcome.CANDIDATE:
+            return result(Outcome.CANDIDATE, rebuilt.sentences)
+        printed = reconstruction(found.message) or next(iter(replacements(found.message)), None)
+        if loaded or printed is None:
+            return result(Outcome.FAILED, message=f"no reconstruction of {tactics!r} replayed")
+        if not self.allow_tactics_import:
+            return result(
+                Outcome.FAILED,
+                message=f"{FOUND_WITH_TACTICS}: {printed} (no standard tactic rebuilt it; "
+                "--allow-import hammer-tactics adds `From Hammer Require Import Tactics.`)",
+            )
+        left = budget.cpu_seconds - spent()
+        if left <= 0:
+            return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
+        async with session.side_session((TACTICS_IMPORT,)) as side:
+            sides.append(side)
+            check = await side.run_tactic(
+                printed, side.root, timeout=max(5.0, left), cpu_limit=left
+            )
+        if check.status is TacticStatus.COMPLETE:
+            return result(Outcome.CANDIDATE, (printed,), imports=(TACTICS_IMPORT,))
+        return result(Outcome.FAILED, message=f"{printed} did not replay with Hammer.Tactics")
+
+    async def _hammer(
+        self, session: CoqSession, budget: Budget, spent: Callable[[], float]
+    ) -> TacticResult:
+        """``hammer.`` at the root of ``session``, held to what is left of the CPU budget."""
         # two ATPs run at once: their time limit is half the CPU budget
         atp = max(1, math.floor(budget.cpu_seconds / 2))
         settings = await session.run_script(
@@ -146,27 +308,11 @@ class HammerStrategy:
             timeout=5,
         )
         state = settings.state if settings.ok else session.root
-        # the ATPs and the reconstruction together stay within the CPU budget
-        found = await session.run_tactic(
+        # the ATPs and the reconstruction together stay within the CPU budget; the
+        # wall-clock limit only catches a hang (a busy machine stretches the wall time)
+        return await session.run_tactic(
             "hammer.",
             state,
-            timeout=budget.cpu_seconds + 2,
-            cpu_limit=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
+            timeout=2 * budget.cpu_seconds + 5,
+            cpu_limit=max(0.5, budget.cpu_seconds - spent()),
         )
-        if found.status is TacticStatus.TIMEOUT:
-            return result(Outcome.TIMEOUT)
-        if found.status is not TacticStatus.COMPLETE:
-            return result(Outcome.FAILED, message=found.message[-300:])
-        tactics = replacements(found.message)
-        if not tactics:
-            return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
-        for tactic in tactics:
-            left = budget.cpu_seconds - (session.cpu_seconds() - cpu_start)
-            if left <= 0:
-                return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
-            check = await session.run_tactic(
-                tactic, session.root, timeout=max(5.0, atp), cpu_limit=left
-            )
-            if check.status is TacticStatus.COMPLETE:
-                return result(Outcome.CANDIDATE, (tactic,))
-        return result(Outcome.FAILED, message=f"no reconstruction of {tactics!r} replayed")
