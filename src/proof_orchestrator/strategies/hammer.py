@@ -44,9 +44,9 @@ from .base import StrategyResult
 from .micro import _QuickTactics
 
 __all__ = [
+    "FOUND_WITH_TACTICS",
     "HAMMER_LIBEXEC",
     "HAMMER_PREAMBLE",
-    "FOUND_WITH_TACTICS",
     "SAUTO_TACTICS",
     "TACTICS_IMPORT",
     "HammerStrategy",
