@@ -1,0 +1,153 @@
+"""CoqHammer in files that do not load it: real Coq, CoqHammer, E and CVC4, through `orch fill`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from proof_orchestrator.cli import app
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.project.patch import import_insertion
+from proof_orchestrator.reports import FileStatus
+from proof_orchestrator.strategies.hammer import (
+    FOUND_WITH_TACTICS,
+    TACTICS_IMPORT,
+    HammerStrategy,
+    standard_reconstructions,
+)
+
+from .conftest import coqc_ok
+
+#: no CoqHammer in the file; the lemma sits in a section; only ATPs find plus_zero_r
+IN_A_SECTION = """\
+Require Import Bool.
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint plus (a b : num) : num := match a with zero => b | succ p => succ (plus p b) end.
+Lemma plus_zero_r : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Section S.
+Variable k : num.
+Lemma twice : plus (plus k zero) zero = k.
+Admitted.
+End S.
+"""
+
+#: proved by hammer, rebuilt only by CoqHammer's own tactics (a case split on booleans)
+NEEDS_SAUTO = """\
+Require Import Bool.
+Lemma andb_left : forall b1 b2 : bool, andb b1 b2 = true -> b1 = true.
+Admitted.
+"""
+
+
+def _options() -> FillOptions:
+    # a fresh coqtop's first ATP call spends ~6 CPU s reading the loaded libraries' proofs
+    # for premise selection (later calls in the same process do not): room for that
+    return FillOptions(budget=Budget(cpu_seconds=30.0, tactic_seconds=1.0))
+
+
+async def test_hammer_in_a_file_without_coqhammer_writes_a_proof_that_compiles_without_it(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    path = tmp_path / "Sec.v"
+    path.write_text(IN_A_SECTION, encoding="utf-8")
+    report = await fill([path], ledger, _options(), strategies=[HammerStrategy()])
+    (goal,) = report.goals
+    assert goal.outcome is Outcome.PROVED, goal.message
+    assert goal.strategy == "hammer"
+    written = path.read_text(encoding="utf-8")
+    assert "Admitted." not in written
+    assert "Hammer" not in written  # no import, no CoqHammer tactic
+    assert "plus_zero_r" in " ".join(goal.sentences)
+    assert coqc_ok(path)
+
+
+async def test_a_proof_only_coqhammer_tactics_rebuild_keeps_the_hole_open_and_says_so(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    path = tmp_path / "Andb.v"
+    path.write_text(NEEDS_SAUTO, encoding="utf-8")
+    report = await fill([path], ledger, _options(), strategies=[HammerStrategy()])
+    (goal,) = report.goals
+    assert goal.outcome is not Outcome.PROVED
+    assert goal.message.startswith(FOUND_WITH_TACTICS)
+    assert "--allow-import hammer-tactics" in goal.message
+    assert path.read_text(encoding="utf-8") == NEEDS_SAUTO
+
+
+def test_allow_import_hammer_tactics_adds_the_import_after_the_last_require(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Andb.v"
+    path.write_text(NEEDS_SAUTO, encoding="utf-8")
+    result = CliRunner().invoke(
+        app,
+        ["fill", str(path), "--allow-import", "hammer-tactics", "--profile", "1", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    written = path.read_text(encoding="utf-8")
+    assert "Admitted." not in written
+    if TACTICS_IMPORT in written:  # a CoqHammer tactic proved it: the import is right after
+        assert written.startswith(f"Require Import Bool.\n{TACTICS_IMPORT}\n")
+        assert written.count(TACTICS_IMPORT) == 1
+    assert coqc_ok(path)
+
+
+async def test_with_the_import_allowed_hammer_keeps_coqhammers_tactic(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    path = tmp_path / "Andb.v"
+    path.write_text(NEEDS_SAUTO, encoding="utf-8")
+    report = await fill(
+        [path], ledger, _options(), strategies=[HammerStrategy(allow_tactics_import=True)]
+    )
+    (goal,) = report.goals
+    assert goal.outcome is Outcome.PROVED, goal.message
+    assert goal.imports == (TACTICS_IMPORT,)
+    assert report.files[0].status is FileStatus.DONE
+    written = path.read_text(encoding="utf-8")
+    assert written.startswith(f"Require Import Bool.\n{TACTICS_IMPORT}\nLemma andb_left")
+    assert coqc_ok(path)
+
+
+def test_an_unknown_import_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text(NEEDS_SAUTO, encoding="utf-8")
+    result = CliRunner().invoke(app, ["fill", str(path), "--allow-import", "mathcomp"])
+    assert result.exit_code == 2
+    assert "allow_import" in result.output
+    assert "hammer-tactics" in result.output
+
+
+def test_standard_reconstructions_name_the_atps_lemmas_both_ways() -> None:
+    output = (
+        "- dependencies: Top.plus_zero_r, Coq.Init.Logic.eq_sym\n"
+        "Replace the hammer tactic with:\n\tscongruence use: plus_zero_r, eq_sym.\n"
+    )
+    found = standard_reconstructions(output)
+    assert "eauto using plus_zero_r, eq_sym." in found
+    assert "eauto using Top.plus_zero_r, Coq.Init.Logic.eq_sym." in found
+    assert all("scongruence" not in t and "sauto" not in t for t in found)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected_at"),
+    [
+        ("Require Import Bool.\nFrom Coq Require Arith.\nLemma x : True.\nAdmitted.\n", 44),
+        ("Lemma x : True.\nAdmitted.\n", 0),
+    ],
+)
+def test_the_import_goes_after_the_last_require_before_the_hole(
+    tmp_path: Path, text: str, expected_at: int
+) -> None:
+    from proof_orchestrator.project.coq_holes import scan_coq_text
+    from proof_orchestrator.project.patch import Patch
+
+    (hole,) = scan_coq_text(tmp_path / "x.v", text)
+    at, inserted = import_insertion(text, [Patch(hole, ("exact I.",), (), (TACTICS_IMPORT,))])
+    assert at == expected_at
+    assert TACTICS_IMPORT in inserted
