@@ -14,6 +14,7 @@ import pytest
 from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
 from proof_orchestrator.provers.coqtop import CoqTop, CoqTopState
 from proof_orchestrator.provers.process import DescendantMeter
+from proof_orchestrator.tasks import cancel_and_wait
 
 
 async def test_reply_carries_output_and_new_state() -> None:
@@ -123,13 +124,17 @@ async def test_helpers_that_are_never_reaped_are_still_counted() -> None:
     measured: the children counters miss it, the descendant meter does not."""
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass"
     parent = f"import subprocess, time\nsubprocess.Popen([{sys.executable!r}, '-c', {burn!r}])\n"
-    parent += "time.sleep(3)"  # never waits: the child stays a zombie, its CPU uncounted
+    parent += "time.sleep(30)"  # never waits: the child stays a zombie, its CPU uncounted
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", parent)
     try:
         meter = DescendantMeter(psutil.Process(proc.pid), interval=0.05)
         sampling = asyncio.create_task(meter.run())
-        await asyncio.sleep(2.0)
-        sampling.cancel()
+        # until the child has burnt its second (a busy machine gives it less than a core)
+        for _ in range(200):
+            if meter.total() >= 0.95:
+                break
+            await asyncio.sleep(0.1)
+        await cancel_and_wait(sampling)
         counters = psutil.Process(proc.pid).cpu_times()
         assert counters.children_user + counters.children_system < 0.2
         assert meter.total() >= 0.8

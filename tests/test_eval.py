@@ -126,7 +126,8 @@ async def test_the_hammer_baseline_is_hammer_as_its_users_run_it(tmp_path: Path)
         + "Proof. intros; rewrite !plus_zero_r; reflexivity. Qed.\n",
         encoding="utf-8",
     )
-    result = await evaluate([path], budget=10, baselines=["hammer", "hammer-capped"])
+    # Coq's Timeout is wall-clock, as for a user: room for a busy machine and a cold coqtop
+    result = await evaluate([path], budget=30, baselines=["hammer", "hammer-capped"])
     row = result["rows"][-1]
     assert row["name"] == "twice"
     assert sorted(row["arms"]) == ["hammer", "hammer-capped", "portfolio"]
