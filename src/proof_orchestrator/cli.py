@@ -125,6 +125,13 @@ RayAddress = Annotated[
     str | None,
     typer.Option(help="Ray cluster: auto, HOST:PORT, or empty for a local one [ORCH_RAY_ADDRESS]"),
 ]
+UseLlm = Annotated[
+    bool | None,
+    typer.Option("--llm/--no-llm", help="add the llm strategies (model in [llm]) [ORCH_USE_LLM]"),
+]
+LlmBudget = Annotated[
+    float | None, typer.Option(help="cap the run's model spend, USD [ORCH_LLM_BUDGET_USD]")
+]
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
 ]
@@ -323,6 +330,8 @@ def fill_command(
     budget_cap: BudgetCap = None,
     prover_memory_mb: ProverMemory = None,
     memory_budget_mb: MemoryBudget = None,
+    use_llm: UseLlm = None,
+    llm_budget_usd: LlmBudget = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     _check_inputs(paths)

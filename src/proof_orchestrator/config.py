@@ -54,6 +54,10 @@ class Settings:
     executor: str = "local"
     #: the Ray cluster: "auto", "HOST:PORT", or "" to start a local one
     ray_address: str = ""
+    #: add the llm strategies (also on with profile 2); the provider is the ``[llm]`` table
+    use_llm: bool = False
+    #: stop model requests once a run has spent this much, USD (0: the ``[llm]`` budget_usd)
+    llm_budget_usd: float = 0.0
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:
@@ -70,6 +74,8 @@ class Settings:
         for name in ("budget", "budget_cap", "tactic_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.llm_budget_usd < 0:
+            raise ConfigError(f"llm_budget_usd must be >= 0, got {self.llm_budget_usd}")
         if self.budget_cap < self.budget:
             raise ConfigError(f"budget_cap ({self.budget_cap}) is below budget ({self.budget})")
         return self
@@ -116,7 +122,8 @@ def load_settings(
     environ = os.environ if environ is None else environ
     file_values, file_label = _file_values(root)
     known = {f.name: f for f in fields(Settings)}
-    unknown = set(file_values) - set(known)
+    # the [llm] table holds the model provider's settings (agents/llm/settings.py)
+    unknown = set(file_values) - set(known) - {"llm"}
     if unknown:
         raise ConfigError(f"unknown setting(s) in {file_label}: {', '.join(sorted(unknown))}")
     values: dict[str, Any] = {}

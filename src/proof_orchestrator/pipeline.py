@@ -54,6 +54,7 @@ from .reports import (
 )
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
+from .strategies.llm import llm_strategies
 from .worker import (
     FileState,
     GoalItem,
@@ -125,6 +126,9 @@ async def fill(
     files = collect_files(paths)
     if strategies is None:
         strategies = default_strategies(ledger, options.orch.profile)
+        if options.orch.use_llm or options.orch.profile >= 2:
+            root = project_for(files[0]).root if files else None
+            strategies += llm_strategies(ledger, root, budget_usd=options.orch.llm_budget_usd)
     report = FillReport()
     started = time.monotonic()
     scanned: list[tuple[Path, str | None, list[Hole], str]] = []

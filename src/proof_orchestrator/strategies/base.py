@@ -26,6 +26,11 @@ class StrategyResult:
     message: str = ""
     #: whole helper lemmas the script needs, to insert before the declaration
     helpers: tuple[str, ...] = ()
+    #: model tokens, cost (USD) and waiting time of the attempt (the llm strategies)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    llm_seconds: float = 0.0
 
 
 class Strategy(Protocol):
