@@ -105,16 +105,14 @@ async def _retrying(
         made += 1
         return await request()
 
+    retrying = tenacity.AsyncRetrying(
+        stop=tenacity.stop_after_attempt(max_retries + 1),
+        wait=wait,
+        retry=tenacity.retry_if_exception(transient),
+        reraise=True,
+    )
     try:
-        async for attempt in tenacity.AsyncRetrying(
-            stop=tenacity.stop_after_attempt(max_retries + 1),
-            wait=wait,
-            retry=tenacity.retry_if_exception(transient),
-            reraise=True,
-        ):
-            with attempt:
-                result = await counted()
-            return result, made
+        result: T = await retrying(counted)
     except Exception as exc:
         reason, _ = _reason(exc, sdk)
         if reason == "error":
@@ -122,7 +120,7 @@ async def _retrying(
         raise ModelError(
             f"the model request failed ({reason}) after {made} tries: {exc}", reason
         ) from exc
-    raise ModelError("the model request was never made", "error")  # pragma: no cover
+    return result, made
 
 
 class OpenAIProvider:
