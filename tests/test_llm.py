@@ -45,7 +45,10 @@ Lemma add_zero : forall n : num, add n zero = n.
 Proof.
 Admitted.
 """
-RIGHT = "```coq\nintros n. induction n as [|n IH].\n- reflexivity.\n- simpl. rewrite IH. reflexivity.\n```"
+RIGHT = (
+    "```coq\nintros n. induction n as [|n IH].\n"
+    "- reflexivity.\n- simpl. rewrite IH. reflexivity.\n```"
+)
 WRONG = "```coq\nintros n. reflexivity.\n```"
 ADMIT = "```coq\nintros n. admit.\n```"
 BUDGET = Budget(cpu_seconds=20.0, tactic_seconds=2.0)
@@ -110,7 +113,8 @@ async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
     # the prompt carried the statement and the goal as coqtop shows it
     ((_, body),) = model.requests
     prompt = body["messages"][1]["content"]
-    assert "forall n : nat, n + 0 = n" in prompt and "============================" in prompt
+    assert "forall n : nat, n + 0 = n" in prompt
+    assert "============================" in prompt
     assert body["n"] == 2
     with ledger.engine.connect() as connection:
         (row,) = connection.execute(select(Attempt).where(Attempt.strategy == "llm")).all()
@@ -216,7 +220,8 @@ async def test_next_tactics_from_the_model_guide_the_search(
         result = await strategy.prove(session, hole.goal, BUDGET)
     assert result.outcome is Outcome.CANDIDATE, result.message
     assert "induction n as [|n IH]; simpl." in result.sentences
-    assert model.requests and result.tokens_in > 0
+    assert model.requests
+    assert result.tokens_in > 0
 
 
 def test_without_a_key_the_strategy_is_off_and_says_why(tmp_path: Path) -> None:
