@@ -15,14 +15,16 @@ On stdio (the default) an MCP client starts ``orch mcp PROJECT`` itself.
 from __future__ import annotations
 
 import hmac
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..errors import OrchError
 from .service import (
     AgentService,
     GoalInfo,
@@ -51,6 +53,15 @@ def client_name(ctx: Context[Any, Any]) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:48]
 
 
+@contextmanager
+def _answered() -> Iterator[None]:
+    """An error of ours becomes an error result with its message (the agent reads it)."""
+    try:
+        yield
+    except OrchError as exc:
+        raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+
 def build_server(service: AgentService) -> MCPServer[Any]:
     """An MCP server whose tools act on ``service`` (started by the server's lifespan)."""
 
@@ -69,13 +80,15 @@ def build_server(service: AgentService) -> MCPServer[Any]:
 
         ``status`` filters by the ledger's status: open, proved or failed.
         """
-        return service.list_holes(path, status)
+        with _answered():
+            return service.list_holes(path, status)
 
     @server.tool()
     async def goal(hole_id: int, ctx: Context[Any, Any]) -> GoalInfo:
         """A hole's goal as the prover shows it (hypotheses and conclusion), the best premises,
         the nearest proved statements with their proofs, and the errors of earlier attempts."""
-        return await service.goal(hole_id, client_name(ctx))
+        with _answered():
+            return await service.goal(hole_id, client_name(ctx))
 
     @server.tool()
     async def try_tactics(
@@ -85,13 +98,15 @@ def build_server(service: AgentService) -> MCPServer[Any]:
 
         Returns the goals left after the script, or the first error with the failing sentence.
         """
-        return await service.try_tactics(hole_id, script, cpu_s, client_name(ctx))
+        with _answered():
+            return await service.try_tactics(hole_id, script, cpu_s, client_name(ctx))
 
     @server.tool()
     async def submit_proof(hole_id: int, script: str, ctx: Context[Any, Any]) -> SubmitResult:
         """Submit a proof script for a hole: script gate, whole-file recompilation, axiom audit,
         then an atomic write of the file (or a git branch). Returns verified or rejected."""
-        return await service.submit_proof(hole_id, script, client_name(ctx))
+        with _answered():
+            return await service.submit_proof(hole_id, script, client_name(ctx))
 
     @server.tool()
     async def run_strategies(
@@ -99,27 +114,32 @@ def build_server(service: AgentService) -> MCPServer[Any]:
     ) -> RunResult:
         """Run the orchestrator's strategy portfolio on one hole (CPU budget ``cpu_s`` each);
         a proof found is verified and written like one submitted."""
-        return await service.run_strategies(hole_id, cpu_s, client_name(ctx))
+        with _answered():
+            return await service.run_strategies(hole_id, cpu_s, client_name(ctx))
 
     @server.tool()
     def stats() -> dict[str, Any]:
         """The ledger's summary: goals, attempts, proofs, strategies, model spend, recent runs."""
-        return service.stats()
+        with _answered():
+            return service.stats()
 
     @server.tool()
     def tickets() -> list[TicketInfo]:
         """Open and claimed helper-lemma tickets of the market."""
-        return service.tickets()
+        with _answered():
+            return service.tickets()
 
     @server.tool()
     def claim_ticket(ticket_id: int, ctx: Context[Any, Any]) -> TicketInfo:
         """Claim a helper-lemma ticket (a lease of 30 minutes) before completing it."""
-        return service.claim_ticket(ticket_id, client_name(ctx))
+        with _answered():
+            return service.claim_ticket(ticket_id, client_name(ctx))
 
     @server.tool()
     async def complete_ticket(ticket_id: int, script: str, ctx: Context[Any, Any]) -> SubmitResult:
         """Complete a claimed ticket with a proof of its helper lemma (checked by the prover)."""
-        return await service.complete_ticket(ticket_id, script, client_name(ctx))
+        with _answered():
+            return await service.complete_ticket(ticket_id, script, client_name(ctx))
 
     return server
 
