@@ -20,7 +20,7 @@ from proof_orchestrator.ledger.models import Attempt
 from proof_orchestrator.pipeline import FillOptions, fill
 from proof_orchestrator.project.coq_holes import scan_coq_text
 from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.strategies.llm import LLMSearchStrategy, LLMStrategy
+from proof_orchestrator.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
 
 from .conftest import coqc_ok
 from .model_server import ModelServer, Reply
@@ -244,3 +244,18 @@ def test_settings_come_from_orch_toml_and_the_environment(tmp_path: Path) -> Non
     assert llm_off_reason(settings) is None
     orch, _ = load_settings(tmp_path, environ={})
     assert orch.profile == 2
+
+
+def test_llm_strategies_follow_the_settings(
+    model: ModelServer, tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "ORCH_LLM_API_KEY", "ORCH_LLM_MODEL", "ORCH_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "orch.toml").write_text(
+        f'[llm]\nmodel = "stand-in"\nbase_url = "{model.base_url}/v1"\napi_key = "k"\n',
+        encoding="utf-8",
+    )
+    names = [s.name for s in llm_strategies(ledger, tmp_path, budget_usd=0.5)]
+    assert names == ["llm", "llm-search"]
+    (tmp_path / "orch.toml").write_text('[llm]\nmodel = "stand-in"\n', encoding="utf-8")
+    assert llm_strategies(ledger, tmp_path) == []  # no key: off

@@ -16,6 +16,7 @@ limit. Tokens, cost and model time travel on the result to the ledger.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -33,7 +34,13 @@ from ..agents.llm.prompt import (
     whole_proof_prompt,
 )
 from ..agents.llm.providers import make_provider
-from ..agents.llm.settings import LLMMode, LLMSettings, llm_off_reason, load_llm_settings
+from ..agents.llm.settings import (
+    LLMMode,
+    LLMSettings,
+    llm_off_reason,
+    load_llm_settings,
+    probe,
+)
 from ..coqscript import check_script
 from ..errors import ModelError, ScriptRejected
 from ..goals import Budget, Goal, Outcome
@@ -46,6 +53,8 @@ from .knn import FileModels
 from .search import SearchStrategy
 
 __all__ = ["LLMSearchStrategy", "LLMStrategy", "llm_strategies"]
+
+log = logging.getLogger(__name__)
 
 
 def _prompt_context(context: GoalContext) -> PromptContext:
@@ -241,7 +250,9 @@ def llm_strategies(
     settings = settings or load_llm_settings(root)
     if budget_usd > 0:
         settings = replace(settings, budget_usd=budget_usd)
-    if llm_off_reason(settings) is not None:
+    reason = llm_off_reason(settings) or probe(settings)
+    if reason is not None:
+        log.warning("the llm strategies are off: %s (orch doctor tells more)", reason)
         return []
     client = LLMClient(settings, make_provider(settings), ledger)
     proved = ledger.proved_statements()
