@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import shutil
+import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 from sqlalchemy import select
 
@@ -137,3 +142,92 @@ async def test_two_agents_submitting_at_once_write_the_file_once(project: Path) 
     text = path.read_text(encoding="utf-8")
     assert text.count("reflexivity.") == 1
     assert coqc_ok(path)
+
+
+async def test_an_agent_runs_the_portfolio_and_completes_a_ticket(project: Path) -> None:
+    path = project / "BankBool.v"
+    async with _client(project) as session:
+        holes = {h["name"]: h["id"] for h in await _call(session, "list_holes")}
+        found = await _call(
+            session, "run_strategies", hole_id=holes["bool_andb_true_l"], cpu_s=10.0
+        )
+        assert found["status"] == "verified", found
+        assert found["strategy"]
+        assert "Lemma bool_andb_true_l" in path.read_text(encoding="utf-8")
+        assert "bool_andb_true_l" not in [h["name"] for h in await _call(session, "list_holes")]
+        assert coqc_ok(path)
+
+        ledger = Ledger(f"sqlite:///{project / 'ledger.sqlite'}")
+        try:
+            ticket_id, _ = ledger.publish_ticket(
+                fingerprint="helper-fp",
+                statement="forall b : bool, orb b false = b",
+                name="orb_false_r_helper",
+                parent_goal_id=holes["bool_orb_comm"],
+            )
+        finally:
+            ledger.close()
+        assert [t["id"] for t in await _call(session, "tickets")] == [ticket_id]
+        claimed = await _call(session, "claim_ticket", ticket_id=ticket_id)
+        assert claimed["claimed_by"] == "mcp:test-agent"
+        wrong = await _call(
+            session, "complete_ticket", ticket_id=ticket_id, script="intros b. reflexivity."
+        )
+        assert wrong["status"] == "rejected"
+        right = await _call(
+            session, "complete_ticket", ticket_id=ticket_id, script="destruct b; reflexivity."
+        )
+        assert right["status"] == "verified", right
+        assert await _call(session, "tickets") == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_http_needs_the_token_when_one_is_set(project: Path) -> None:
+    port = _free_port()
+    env = {**os.environ, "ORCH_MCP_TOKEN": "s3cret"}
+    server = await asyncio.create_subprocess_exec(
+        *[ORCH, "mcp", str(project), "--http", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx2.AsyncClient() as plain:
+            for _ in range(100):
+                try:
+                    refused = await plain.post(url, json={})
+                    break
+                except httpx2.ConnectError:
+                    await asyncio.sleep(0.1)
+            assert refused.status_code == 401
+        headers = {"Authorization": "Bearer s3cret"}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=60) as authorised,
+            streamable_http_client(url, http_client=authorised) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            holes = await _call(session, "list_holes")
+            assert NEGB in [h["name"] for h in holes]
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), 30)
+
+
+def test_http_off_loopback_without_a_token_is_refused(project: Path) -> None:
+    from typer.testing import CliRunner
+
+    from proof_orchestrator.cli import app
+
+    result = CliRunner().invoke(
+        app, ["mcp", str(project), "--http", "--host", "0.0.0.0"], env={"ORCH_MCP_TOKEN": ""}
+    )
+    assert result.exit_code == 2
+    assert "ORCH_MCP_TOKEN" in result.output
