@@ -674,6 +674,8 @@ def mcp_command(
     profile: Profile = None,
     budget: BudgetOpt = None,
     tactic_timeout: TacticTimeout = None,
+    use_llm: UseLlm = None,
+    llm_budget_usd: LlmBudget = None,
 ) -> None:
     """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
     try:

@@ -39,6 +39,7 @@ from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import race
 from ..strategies.base import Strategy, StrategyResult
 from ..strategies.context import gather_context, show_goal
+from ..strategies.llm import llm_strategies
 from ..worker import default_strategies, language_of_strategy
 
 __all__ = [
@@ -534,7 +535,12 @@ class AgentService:
 
     def strategies_for(self, language: str) -> list[Strategy]:
         if self._strategies is None:
-            self._strategies = default_strategies(self.ledger, self.options.orch.profile)
+            orch = self.options.orch
+            self._strategies = default_strategies(self.ledger, orch.profile)
+            if orch.use_llm or orch.profile >= 2:
+                self._strategies += llm_strategies(
+                    self.ledger, self.root, budget_usd=orch.llm_budget_usd
+                )
         return [s for s in self._strategies if language_of_strategy(s) == language]
 
     async def run_strategies(self, hole_id: int, cpu_s: float, client: str) -> RunResult:
