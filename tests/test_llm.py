@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from sqlalchemy import select
+from typer.testing import CliRunner
 
 from proof_orchestrator.agents.llm import LLMClient, LLMSettings, llm_off_reason, load_llm_settings
 from proof_orchestrator.agents.llm.providers import make_provider
+from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
@@ -122,6 +124,8 @@ async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
     assert row.cost_usd == pytest.approx((1000 * 3.0 + 200 * 15.0) / 1e6)
     assert row.llm_seconds > 0
     assert ledger.stats()["llm"]["cost_usd"] == pytest.approx(0.006)
+    shown = CliRunner().invoke(app, ["stats", str(tmp_path), "--db", ledger.url])
+    assert "Model spend: $0.0060 on 1 attempts, 1000 tokens in, 200 out" in shown.output
 
 
 async def test_wrong_and_admit_proofs_are_rejected(

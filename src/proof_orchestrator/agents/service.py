@@ -329,7 +329,7 @@ class AgentService:
                 premises = [Premise(n, s) for n, s in context.premises]
                 neighbours = [ProvedNeighbour(s, p) for s, p in context.neighbours]
             else:
-                display = await show_goal(session)
+                display = await show_goal(session, noop="skip")
                 premises, neighbours = [], []
             cpu = session.cpu_seconds()
         self._record(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..goals import Goal
 from ..provers.coq import CoqSession
@@ -32,9 +33,12 @@ class GoalContext:
     errors: tuple[tuple[str, str, str], ...]
 
 
-async def show_goal(session: CoqSession, seconds: float = 2.0) -> str:
-    """The goal at the session's root as the prover prints it (the session is left at its root)."""
-    shown = await session.run_tactic("idtac.", session.root, timeout=seconds)
+async def show_goal(session: Any, seconds: float = 2.0, *, noop: str = "idtac.") -> str:
+    """The goal at the session's root as the prover prints it (the session is left at its root).
+
+    ``noop`` is the language's do-nothing tactic (Lean: ``skip``).
+    """
+    shown = await session.run_tactic(noop, session.root, timeout=seconds)
     await session.back_to(session.root)
     return "\n\n".join(shown.goals)
 
