@@ -39,10 +39,12 @@ def project(tmp_path: Path) -> Path:
 
 
 @contextlib.asynccontextmanager
-async def _client(project: Path, name: str = "test-agent") -> AsyncIterator[ClientSession]:
+async def _client(
+    project: Path, name: str = "test-agent", *flags: str
+) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
         command=ORCH,
-        args=["mcp", str(project), "--db", str(project / "ledger.sqlite")],
+        args=["mcp", str(project), "--db", str(project.parent / "ledger.sqlite"), *flags],
         cwd=str(project),
     )
     with open(project.parent / f"{name}.log", "w") as errlog:  # noqa: ASYNC230
@@ -107,7 +109,7 @@ async def test_an_agent_reads_tries_and_submits_proofs(project: Path) -> None:
         stats = await _call(session, "stats")
         assert stats["proofs"] == 1
 
-    ledger = Ledger(f"sqlite:///{project / 'ledger.sqlite'}")
+    ledger = Ledger(f"sqlite:///{project.parent / 'ledger.sqlite'}")
     try:
         with ledger.engine.connect() as connection:
             rows = connection.execute(
@@ -157,7 +159,7 @@ async def test_an_agent_runs_the_portfolio_and_completes_a_ticket(project: Path)
         assert "bool_andb_true_l" not in [h["name"] for h in await _call(session, "list_holes")]
         assert coqc_ok(path)
 
-        ledger = Ledger(f"sqlite:///{project / 'ledger.sqlite'}")
+        ledger = Ledger(f"sqlite:///{project.parent / 'ledger.sqlite'}")
         try:
             ticket_id, _ = ledger.publish_ticket(
                 fingerprint="helper-fp",
@@ -231,3 +233,27 @@ def test_http_off_loopback_without_a_token_is_refused(project: Path) -> None:
     )
     assert result.exit_code == 2
     assert "ORCH_MCP_TOKEN" in result.output
+
+
+def _git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+async def test_with_git_a_verified_proof_goes_to_a_branch(project: Path) -> None:
+    _git(project, "init", "--quiet", "-b", "main")
+    _git(project, "config", "user.name", "Someone")
+    _git(project, "config", "user.email", "someone@example.org")
+    _git(project, "add", ".")
+    _git(project, "commit", "--quiet", "-m", "start")
+    before = (project / "BankBool.v").read_text(encoding="utf-8")
+    async with _client(project, "test-agent", "--git") as session:
+        holes = await _call(session, "list_holes")
+        hole_id = next(h["id"] for h in holes if h["name"] == NEGB)
+        done = await _call(session, "submit_proof", hole_id=hole_id, script=RIGHT)
+    assert done["status"] == "verified"
+    assert done["written"] == ""
+    assert done["branch"].startswith("auto/lem/")
+    assert (project / "BankBool.v").read_text(encoding="utf-8") == before
+    on_branch = _git(project, "show", f"{done['branch']}:BankBool.v")
+    assert "destruct b; reflexivity." in on_branch
