@@ -202,12 +202,14 @@ async def test_http_needs_the_token_when_one_is_set(project: Path) -> None:
     url = f"http://127.0.0.1:{port}/mcp"
     try:
         async with httpx2.AsyncClient() as plain:
-            for _ in range(100):
+            refused: httpx2.Response | None = None
+            for _ in range(300):
                 try:
                     refused = await plain.post(url, json={})
                     break
                 except httpx2.ConnectError:
                     await asyncio.sleep(0.1)
+            assert refused is not None, "orch mcp --http did not start listening in 30 s"
             assert refused.status_code == 401
         headers = {"Authorization": "Bearer s3cret"}
         async with (
