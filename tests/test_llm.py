@@ -12,7 +12,14 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from proof_orchestrator.agents.llm import LLMClient, LLMSettings, llm_off_reason, load_llm_settings
+from proof_orchestrator.agents.llm import (
+    LLMClient,
+    LLMSettings,
+    llm_off_reason,
+    load_llm_settings,
+    parse_script,
+    parse_tactics,
+)
 from proof_orchestrator.agents.llm.providers import make_provider
 from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
@@ -263,3 +270,11 @@ def test_llm_strategies_follow_the_settings(
     assert names == ["llm", "llm-search"]
     (tmp_path / "orch.toml").write_text('[llm]\nmodel = "stand-in"\n', encoding="utf-8")
     assert llm_strategies(ledger, tmp_path) == []  # no key: off
+
+
+def test_replies_are_read_into_sentences() -> None:
+    reply = "Here it is:\n```coq\nProof.\nintros n.\n- simpl. reflexivity.\nQed.\n```\nDone."
+    assert parse_script(reply) == ("intros n.", "-", "simpl.", "reflexivity.")
+    assert parse_script("no proof (* here") == ()
+    listed = "1. intros n.\n2) induction n.\n- intros n.\nnot a tactic\n* lia."
+    assert parse_tactics(listed, 3) == ["intros n.", "induction n.", "lia."]
