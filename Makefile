@@ -24,7 +24,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (set PYTHON=...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
-	$(VENV)/bin/python -m pip install -q -e '.[dev,distributed]'
+	$(VENV)/bin/python -m pip install -q -e '.[dev,distributed,mcp,llm]'
 	touch $(STAMP)
 
 # Optional: the recorded Lean REPL traffic the Lean tests replay (skipped without it)

@@ -140,6 +140,13 @@ AllowImport = Annotated[
         "Import Tactics.`, for proofs only CoqHammer's sauto/hauto rebuild) [ORCH_ALLOW_IMPORT]"
     ),
 ]
+UseLlm = Annotated[
+    bool | None,
+    typer.Option("--llm/--no-llm", help="add the llm strategies (model in [llm]) [ORCH_USE_LLM]"),
+]
+LlmBudget = Annotated[
+    float | None, typer.Option(help="cap the run's model spend, USD [ORCH_LLM_BUDGET_USD]")
+]
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
 ]
@@ -397,6 +404,8 @@ def fill_command(
     prover_memory_mb: ProverMemory = None,
     memory_budget_mb: MemoryBudget = None,
     allow_import: AllowImport = None,
+    use_llm: UseLlm = None,
+    llm_budget_usd: LlmBudget = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     _check_inputs(paths)
@@ -719,6 +728,67 @@ def dashboard_command(
         ledger.close()
 
 
+@app.command("mcp")
+def mcp_command(
+    project: Annotated[Path, typer.Argument(help="the project folder agents may work on")] = Path(
+        "."
+    ),
+    http: Annotated[
+        bool, typer.Option("--http", help="serve streamable HTTP instead of stdio")
+    ] = False,
+    host: Annotated[
+        str, typer.Option(help="with --http: address; non-loopback needs ORCH_MCP_TOKEN")
+    ] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="with --http: port (path /mcp)")] = 8765,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    git: Annotated[
+        bool, typer.Option("--git", help="verified proofs go to branches, files stay unchanged")
+    ] = False,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
+    ] = False,
+    cpu_target: CpuTarget = None,
+    profile: Profile = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
+    use_llm: UseLlm = None,
+    llm_budget_usd: LlmBudget = None,
+) -> None:
+    """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
+    try:
+        from .agents.mcp_server import build_server, http_app
+        from .agents.service import AgentService
+    except ImportError as exc:
+        raise _fail(
+            f"orch mcp needs the MCP SDK ({exc}): pip install 'proof-orchestrator[mcp]'",
+            EXIT_BAD_INPUT,
+        ) from exc
+    if not project.is_dir():
+        raise _fail(f"{project} is not a folder", EXIT_BAD_INPUT)
+    token = os.environ.get("ORCH_MCP_TOKEN") or None
+    if http and not _is_loopback(host) and token is None:
+        raise _fail(f"refusing to serve on {host} without ORCH_MCP_TOKEN", EXIT_BAD_INPUT)
+    settings = _settings(project, locals())
+    repo: GitRepo | None = None
+    if git:
+        try:
+            repo = GitRepo(project.resolve())
+            repo.check_ready(allow_dirty)
+        except GitError as exc:
+            raise _fail(str(exc), EXIT_BAD_INPUT) from exc
+    ledger = _open_ledger(db, project)
+    server = build_server(AgentService(project, ledger, _options(settings), git=repo))
+    try:
+        if http:
+            console.print(f"orch mcp on http://{host}:{port}/mcp (Ctrl-C stops)")
+            asgi = http_app(server, host, port, token)
+            uvicorn.run(asgi, host=host, port=port, log_level="warning")
+        else:
+            server.run()
+    finally:
+        ledger.close()
+
+
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -777,6 +847,12 @@ def stats_command(
         f"Goals: {stats['goals'] or 'none'}; attempts: {stats['attempts'] or 'none'}; "
         f"verified proofs: {stats['proofs']}; CPU: {stats['cpu_seconds']:.1f} s"
     )
+    llm = stats["llm"]
+    if llm["attempts"]:
+        out.print(
+            f"Model spend: ${llm['cost_usd']:.4f} on {llm['attempts']} attempts, "
+            f"{llm['tokens_in']} tokens in, {llm['tokens_out']} out, {llm['llm_seconds']:.1f} s"
+        )
     table = Table(title="Strategies")
     for column in ("strategy", "attempts", "proved", "cpu s"):
         table.add_column(column)

@@ -63,6 +63,10 @@ class Settings:
     @property
     def allowed_imports(self) -> frozenset[str]:
         return frozenset(n.strip() for n in self.allow_import.split(",") if n.strip())
+    #: add the llm strategies (also on with profile 2); the provider is the ``[llm]`` table
+    use_llm: bool = False
+    #: stop model requests once a run has spent this much, USD (0: the ``[llm]`` budget_usd)
+    llm_budget_usd: float = 0.0
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:
@@ -85,6 +89,8 @@ class Settings:
                 f"allow_import: unknown import(s) {', '.join(sorted(unknown))}; "
                 f"known: {', '.join(IMPORTABLE)}"
             )
+        if self.llm_budget_usd < 0:
+            raise ConfigError(f"llm_budget_usd must be >= 0, got {self.llm_budget_usd}")
         if self.budget_cap < self.budget:
             raise ConfigError(f"budget_cap ({self.budget_cap}) is below budget ({self.budget})")
         return self
@@ -131,7 +137,8 @@ def load_settings(
     environ = os.environ if environ is None else environ
     file_values, file_label = _file_values(root)
     known = {f.name: f for f in fields(Settings)}
-    unknown = set(file_values) - set(known)
+    # the [llm] table holds the model provider's settings (agents/llm/settings.py)
+    unknown = set(file_values) - set(known) - {"llm"}
     if unknown:
         raise ConfigError(f"unknown setting(s) in {file_label}: {', '.join(sorted(unknown))}")
     values: dict[str, Any] = {}

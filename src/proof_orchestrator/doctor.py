@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -10,6 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .agents.llm.settings import llm_off_reason, load_llm_settings, probe
+from .config import ConfigError
 from .provers.lean import registry_path
 from .strategies.hammer import HAMMER_LIBEXEC
 
@@ -62,7 +65,30 @@ def _lean_repl() -> Check:
     return Check("lean-repl", False, "", "run `orch lean setup` in a Lean project", "optional")
 
 
-def run_checks() -> list[Check]:
+def _llm(root: Path) -> Check:
+    """The llm strategy: on only with a model, a key, the SDK and a reachable provider."""
+    try:
+        settings = load_llm_settings(root)
+    except ConfigError as exc:
+        return Check("llm", False, "", f"off: {exc}", "optional")
+    reason = llm_off_reason(settings)
+    if reason is None:
+        reason = probe(settings)
+    if reason is not None:
+        return Check("llm", False, "", f"off: {reason}", "optional")
+    where = settings.base_url or "the provider's default URL"
+    return Check("llm", True, settings.model, f"{settings.provider} at {where}", "optional")
+
+
+def _mcp() -> Check:
+    if importlib.util.find_spec("mcp") is None:
+        return Check("mcp", False, "", "pip install 'proof-orchestrator[mcp]'", "optional")
+    from importlib.metadata import version
+
+    return Check("mcp", True, version("mcp"), "orch mcp can serve agents", "optional")
+
+
+def run_checks(root: Path | None = None) -> list[Check]:
     checks = [
         _tool("coqtop", ["coqtop", "--version"], "required", "apt-get install coq"),
         _tool("coqc", ["coqc", "--version"], "required", "apt-get install coq"),
@@ -95,4 +121,5 @@ def run_checks() -> list[Check]:
             "optional",
         )
     )
+    checks += [_mcp(), _llm(root or Path.cwd())]
     return checks

@@ -24,14 +24,22 @@ cannot be opened.
     │   ├── UnreadableSource        a file is binary, not UTF-8 or cannot be scanned
     │   └── FileChangedError        a file changed on disk while we worked on it
     ├── ScriptRejected              a candidate proof script is not allowed
-    └── LedgerError                 the ledger cannot be opened or written
+    ├── LedgerError                 the ledger cannot be opened or written
+    ├── ModelError                  a model call (the llm strategy) did not give usable text
+    │   ├── ModelUnavailable        no key, no SDK or no network: the strategy is off
+    │   └── ModelBudgetExhausted    the run's --llm-budget-usd is spent
+    └── AgentError                  an MCP tool call that cannot be served (unknown hole...)
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "AgentError",
     "FileChangedError",
     "LedgerError",
+    "ModelBudgetExhausted",
+    "ModelError",
+    "ModelUnavailable",
     "OrchError",
     "PathNotFound",
     "ProjectError",
@@ -139,3 +147,33 @@ class ScriptRejected(OrchError):
 
 class LedgerError(OrchError):
     """The ledger database cannot be opened, migrated or written."""
+
+
+class ModelError(OrchError):
+    """A model call failed after its bounded retries (timeout, 429, 5xx, malformed reply).
+
+    ``reason`` is a short closed word (``timeout``, ``rate_limited``, ``server_error``,
+    ``malformed``, ``connection``, ``budget``, ``unavailable``) recorded on the attempt.
+    """
+
+    def __init__(self, message: str, reason: str = "error") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ModelUnavailable(ModelError):
+    """The llm strategy cannot run here: no key, no SDK, or the provider is unreachable."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "unavailable")
+
+
+class ModelBudgetExhausted(ModelError):
+    """The USD budget of the run is spent: no further model request is made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "budget")
+
+
+class AgentError(OrchError):
+    """An agent's tool call cannot be served (unknown hole, path outside the project...)."""

@@ -27,6 +27,8 @@ class Outcome(enum.StrEnum):
     ERROR = "error"
     #: the attempt was cancelled (Ctrl-C or another strategy won)
     CANCELLED = "cancelled"
+    #: an agent read the goal (``orch mcp``'s ``goal``); no proof was tried
+    INSPECTED = "inspected"
 
 
 class HoleKind(enum.StrEnum):

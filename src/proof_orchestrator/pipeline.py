@@ -55,6 +55,7 @@ from .reports import (
 )
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
+from .strategies.llm import llm_strategies
 from .worker import (
     FileState,
     GoalItem,
@@ -128,6 +129,9 @@ async def fill(
         strategies = default_strategies(
             ledger, options.orch.profile, options.orch.allowed_imports
         )
+        if options.orch.use_llm or options.orch.profile >= 2:
+            root = project_for(files[0]).root if files else None
+            strategies += llm_strategies(ledger, root, budget_usd=options.orch.llm_budget_usd)
     report = FillReport()
     started = time.monotonic()
     scanned: list[tuple[Path, str | None, list[Hole], str]] = []

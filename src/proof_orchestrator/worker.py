@@ -426,7 +426,9 @@ class GoalRun:
             )
             item.report.cpu_seconds += cpu
 
-        slot = self.governor.slot() if self.executor is None else contextlib.nullcontext(None)
+        # model calls (the llm strategy) wait on their own limit, not on a CPU slot
+        uses_slot = self.executor is None and getattr(strategy, "uses_slot", True)
+        slot = self.governor.slot() if uses_slot else contextlib.nullcontext(None)
         async with slot:
             heavy = self.heavy if getattr(strategy, "weight", "light") == "heavy" else None
             if heavy is not None:
@@ -510,6 +512,10 @@ class GoalRun:
             message=message,
             arm=arm,
             attempt_key=attempt_key,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            cost_usd=result.cost_usd,
+            llm_seconds=result.llm_seconds,
         )
 
     async def replay(self, item: GoalItem) -> GoalReport | None:

@@ -120,6 +120,7 @@ def create_app(
             "proofs": stats["proofs"],
             "cpu_seconds": stats["cpu_seconds"],
             "strategies": stats["strategies"],
+            "llm": stats["llm"],
         }
 
     # -- JSON API ----------------------------------------------------------------
@@ -187,7 +188,7 @@ def create_app(
         return page(
             "overview.html",
             title="Overview",
-            stats={**stats["holes"], "cpu_seconds": stats["cpu_seconds"]},
+            stats={**stats["holes"], "cpu_seconds": stats["cpu_seconds"], "llm": stats["llm"]},
             files=reader.files(),
             strategies=strategies,
             solved_chart=line_chart(

@@ -33,6 +33,7 @@ _OVERVIEW = """{% extends "base.html" %}{% block body %}
 <span>proved <b id="proved">{{ stats.proved }}</b></span>
 <span>open <b id="open">{{ stats.open }}</b></span>
 <span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
+<span>model spend <b id="llm-cost">${{ "%.4f"|format(stats.llm.cost_usd) }}</b> ({{ stats.llm.tokens_in + stats.llm.tokens_out }} tokens)</span>
 </div>
 <h2>Charts</h2>
 <div id="charts">{{ solved_chart|safe }}{{ cpu_chart|safe }}{{ strategy_chart|safe }}{{ cost_chart|safe }}

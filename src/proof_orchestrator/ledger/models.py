@@ -27,6 +27,7 @@ __all__ = [
     "Base",
     "GoalRow",
     "LiveRun",
+    "LlmResponse",
     "Proof",
     "Run",
     "TacticCache",
@@ -98,6 +99,13 @@ class Attempt(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     #: idempotency key of the attempt (a retried write of the same attempt is skipped)
     attempt_key: Mapped[str | None] = mapped_column(String(64), nullable=True, default=None)
+    #: model tokens sent and received by the attempt (the ``llm`` strategy; 0 otherwise)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    #: what those tokens cost, from the configured price table (USD)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    #: seconds spent waiting for the model
+    llm_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
 
 
 class Proof(Base):
@@ -181,3 +189,25 @@ class LiveRun(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), primary_key=True)
     heartbeat_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     state: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+
+
+class LlmResponse(Base):
+    """A model's replies to one prompt, cached by (provider, model, prompt hash, settings)."""
+
+    __tablename__ = "llm_responses"
+    __table_args__ = (Index("ix_llm_responses_key", "key", unique=True),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: sha256 of provider, model, prompt hash and sampling settings
+    key: Mapped[str] = mapped_column(String(64))
+    provider: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(String(128))
+    prompt_hash: Mapped[str] = mapped_column(String(64))
+    settings: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
+    #: the sampled replies, as the model wrote them
+    texts: Mapped[list[str]] = mapped_column(JSON, default=list)
+    tokens_in: Mapped[int] = mapped_column(Integer, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    latency_seconds: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

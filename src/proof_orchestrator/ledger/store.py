@@ -44,7 +44,18 @@ from ..errors import LedgerError
 from ..goals import Goal, Outcome
 from ..project.statedir import make_state_dir
 from ..scheduler.bandit import ArmStats
-from .models import Attempt, BanditArm, Base, GoalRow, Proof, Run, TacticCache, Ticket, utcnow
+from .models import (
+    Attempt,
+    BanditArm,
+    Base,
+    GoalRow,
+    LlmResponse,
+    Proof,
+    Run,
+    TacticCache,
+    Ticket,
+    utcnow,
+)
 
 __all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
 
@@ -275,6 +286,10 @@ class Ledger:
         message: str = "",
         arm: tuple[str, ArmStats] | None = None,
         attempt_key: str | None = None,
+        tokens_in: int = 0,
+        tokens_out: int = 0,
+        cost_usd: float = 0.0,
+        llm_seconds: float = 0.0,
     ) -> bool:
         """Record one attempt (and, with ``arm=(goal_class, stats)``, the bandit arm) at once.
 
@@ -296,6 +311,10 @@ class Ledger:
             "message": message[:4000],
             "created_at": utcnow(),
             "attempt_key": attempt_key,
+            "tokens_in": tokens_in,
+            "tokens_out": tokens_out,
+            "cost_usd": cost_usd,
+            "llm_seconds": llm_seconds,
         }
         with self._transaction() as connection:
             statement = (
@@ -479,6 +498,92 @@ class Ledger:
             )
             return [row.tactic for row in rows]
 
+    # -- agents: goals by id, earlier errors, the model-response cache -------------
+
+    def goal_row(self, goal_id: int) -> GoalRow | None:
+        with self._session() as s:
+            return s.get(GoalRow, goal_id)
+
+    def attempt_counts(self) -> dict[int, int]:
+        """How many attempts each goal (by id) has had."""
+        with self._session() as s:
+            rows = s.execute(select(Attempt.goal_id, func.count()).group_by(Attempt.goal_id)).all()
+            return {int(goal_id): int(n) for goal_id, n in rows}
+
+    def attempt_errors(self, fingerprint: str, limit: int = 5) -> list[tuple[str, str, str]]:
+        """(strategy, script, message) of the newest failed attempts with a message."""
+        failed = (Outcome.FAILED.value, Outcome.REJECTED.value, Outcome.ERROR.value)
+        with self._session() as s:
+            rows = s.execute(
+                select(Attempt.strategy, Attempt.tactic, Attempt.message)
+                .where(
+                    Attempt.fingerprint == fingerprint,
+                    Attempt.outcome.in_(failed),
+                    Attempt.message != "",
+                )
+                .order_by(Attempt.id.desc())
+                .limit(limit)
+            ).all()
+            return [(str(a), str(b), str(c)) for a, b, c in rows]
+
+    def llm_response(self, key: str) -> LlmResponse | None:
+        """The cached replies for a cache key, if any."""
+        with self._session() as s:
+            return s.scalar(select(LlmResponse).where(LlmResponse.key == key))
+
+    def store_llm_response(
+        self,
+        *,
+        key: str,
+        provider: str,
+        model: str,
+        prompt_hash: str,
+        settings: dict[str, object],
+        texts: Sequence[str],
+        tokens_in: int,
+        tokens_out: int,
+        cost_usd: float,
+        latency_seconds: float,
+    ) -> None:
+        """Cache a model's replies (a key already cached keeps its first replies)."""
+        with self._transaction() as connection:
+            connection.execute(
+                _insert_ignore(connection, LlmResponse, ("key",)).values(
+                    key=key,
+                    provider=provider,
+                    model=model,
+                    prompt_hash=prompt_hash,
+                    settings=settings,
+                    texts=list(texts),
+                    tokens_in=tokens_in,
+                    tokens_out=tokens_out,
+                    cost_usd=cost_usd,
+                    latency_seconds=latency_seconds,
+                    created_at=utcnow(),
+                )
+            )
+
+    def llm_spend(self, run_id: int | None = None) -> dict[str, float]:
+        """Tokens, cost and model time recorded on attempts (of one run, or all)."""
+        with self._session() as s:
+            query = select(
+                func.count(),
+                func.sum(Attempt.tokens_in),
+                func.sum(Attempt.tokens_out),
+                func.sum(Attempt.cost_usd),
+                func.sum(Attempt.llm_seconds),
+            ).where((Attempt.tokens_in > 0) | (Attempt.tokens_out > 0) | (Attempt.cost_usd > 0))
+            if run_id is not None:
+                query = query.where(Attempt.run_id == run_id)
+            n, tokens_in, tokens_out, cost, seconds = s.execute(query).one()
+            return {
+                "attempts": int(n or 0),
+                "tokens_in": int(tokens_in or 0),
+                "tokens_out": int(tokens_out or 0),
+                "cost_usd": float(cost or 0.0),
+                "llm_seconds": float(seconds or 0.0),
+            }
+
     # -- the helper-lemma market -----------------------------------------------
 
     def publish_ticket(
@@ -653,6 +758,7 @@ class Ledger:
                 "cpu_seconds": float(s.scalar(select(func.sum(Attempt.cpu_seconds))) or 0.0),
                 "strategies": per_strategy,
                 "recent_runs": runs,
+                "llm": self.llm_spend(),
             }
 
 

@@ -28,6 +28,11 @@ class StrategyResult:
     helpers: tuple[str, ...] = ()
     #: imports the script needs (allowed ones only, see ``project.patch.ALLOWED_IMPORTS``)
     imports: tuple[str, ...] = ()
+    #: model tokens, cost (USD) and waiting time of the attempt (the llm strategies)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    llm_seconds: float = 0.0
 
 
 class Strategy(Protocol):

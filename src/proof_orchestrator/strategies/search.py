@@ -22,7 +22,7 @@ import hashlib
 import heapq
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..goals import Budget, Goal, Outcome
@@ -33,7 +33,10 @@ from .knn import FileModels
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
-__all__ = ["CLOSERS", "STRUCTURAL", "SearchStrategy", "bulletize"]
+__all__ = ["CLOSERS", "STRUCTURAL", "SearchStrategy", "Suggest", "bulletize"]
+
+#: extra proposals for a node: (session, goal text, steps so far) -> [(tactic, confidence)]
+Suggest = Callable[[CoqSession, str, Sequence[str]], Awaitable[list[tuple[str, float]]]]
 
 CLOSERS = (
     "reflexivity.",
@@ -102,17 +105,27 @@ class SearchStrategy:
         max_depth: int = 6,
         max_expansions: int = 60,
         per_node: int = 14,
+        suggest: Suggest | None = None,
     ) -> None:
         self.models = models if models is not None else FileModels()
+        #: another source of candidate tactics (the llm strategy's next tactics)
+        self.suggest = suggest
         self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.per_node = per_node
 
     async def _candidates(
-        self, session: CoqSession, goal_text: str, index: PremiseIndex | None, lia: str | None
+        self,
+        session: CoqSession,
+        goal_text: str,
+        index: PremiseIndex | None,
+        lia: str | None,
+        steps: Sequence[str] = (),
     ) -> list[tuple[str, float]]:
         model = await self.models.model_for(session)
         found: list[tuple[str, float]] = list(model.suggest(goal_text, k=8))
+        if self.suggest is not None:
+            found += await self.suggest(session, goal_text, steps)
         found += [(c, 0.0) for c in CLOSERS]
         if lia:
             found.append((f"{lia}.", 0.0))
@@ -168,7 +181,7 @@ class SearchStrategy:
                 if reached.status is not TacticStatus.GOALS:
                     continue
                 state = reached.state
-            candidates = await self._candidates(session, node.goals[0], index, lia)
+            candidates = await self._candidates(session, node.goals[0], index, lia, node.steps)
             for tactic, confidence in candidates:
                 if spent() >= budget.cpu_seconds:
                     timed_out = True

@@ -1,0 +1,680 @@
+"""What an agent may do with the project: the tools of ``orch mcp``, without the protocol.
+
+Every operation on a hole is recorded as one attempt in the ledger, with the
+strategy ``mcp:<client name>``, its CPU and its outcome. Nothing here writes
+a file except :meth:`AgentService.submit_proof` (and ``run_strategies``,
+through it), and only as ``orch fill`` does: the script gate, the whole-file
+recompilation and axiom audit, then an atomic write that first checks the
+file still holds the text the proof was found for (or a git branch). A lock
+per file serialises submissions, across processes too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ..coqsyntax import split_sentences
+from ..errors import AgentError, FileChangedError, OrchError, ProverError, ScriptRejected
+from ..executors import WorkerTools, run_attempt
+from ..gitops import GitRepo, publish
+from ..goals import Outcome
+from ..ledger import Ledger
+from ..pipeline import collect_files
+from ..project.coq_holes import CoqHole
+from ..project.holes import Hole, scan_text
+from ..project.locks import file_lock
+from ..project.patch import Patch, apply_patches, write_atomic
+from ..provers.base import TacticStatus
+from ..provers.coq import CoqSession, PrefixError
+from ..reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..scheduler.governor import CpuGovernor
+from ..scheduler.portfolio import race
+from ..strategies.base import Strategy, StrategyResult
+from ..strategies.context import gather_context, show_goal
+from ..strategies.llm import llm_strategies
+from ..worker import default_strategies, language_of_strategy
+
+__all__ = [
+    "AgentService",
+    "GoalInfo",
+    "HoleInfo",
+    "RunResult",
+    "SubmitResult",
+    "TicketInfo",
+    "TryResult",
+]
+
+#: seconds a ticket claimed by an agent stays reserved for it
+LEASE_SECONDS = 1800.0
+
+
+@dataclass
+class HoleInfo:
+    id: int
+    file: str
+    line: int
+    name: str
+    statement: str
+    #: open / proved / failed (the ledger's status of the goal)
+    status: str
+    attempts: int
+
+
+@dataclass
+class Premise:
+    name: str
+    statement: str
+
+
+@dataclass
+class ProvedNeighbour:
+    statement: str
+    proof: str
+
+
+@dataclass
+class EarlierError:
+    strategy: str
+    script: str
+    message: str
+
+
+@dataclass
+class GoalInfo:
+    hole_id: int
+    name: str
+    statement: str
+    #: the goal as the prover prints it: hypotheses, the bar, the conclusion
+    goal: str
+    premises: list[Premise] = field(default_factory=list)
+    nearest_proofs: list[ProvedNeighbour] = field(default_factory=list)
+    earlier_errors: list[EarlierError] = field(default_factory=list)
+
+
+@dataclass
+class TryResult:
+    #: complete (no goals left) / goals (goals remain) / error / timeout / rejected (by the gate)
+    status: str
+    goals: list[str] = field(default_factory=list)
+    error: str = ""
+    #: the sentence the prover refused (empty unless status is error or timeout)
+    failing_sentence: str = ""
+    cpu_seconds: float = 0.0
+
+
+@dataclass
+class SubmitResult:
+    #: verified or rejected
+    status: str
+    reason: str = ""
+    #: the file written (empty when rejected, or with --git)
+    written: str = ""
+    #: the branch made (with --git)
+    branch: str = ""
+    script: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    #: verified / rejected / failed (no strategy found a proof)
+    status: str
+    strategy: str = ""
+    script: list[str] = field(default_factory=list)
+    reason: str = ""
+    #: outcome of each strategy that ran
+    outcomes: dict[str, str] = field(default_factory=dict)
+    cpu_seconds: float = 0.0
+
+
+@dataclass
+class TicketInfo:
+    id: int
+    name: str
+    statement: str
+    state: str
+    priority: float
+    claimed_by: str
+    parent_hole_id: int | None
+
+
+def _ticket_info(ticket: Any) -> TicketInfo:
+    return TicketInfo(
+        ticket.id,
+        ticket.name,
+        ticket.statement,
+        ticket.state,
+        float(ticket.priority),
+        ticket.claimed_by or "",
+        ticket.parent_goal_id,
+    )
+
+
+@dataclass
+class _Located:
+    path: Path
+    text: str
+    hole: Hole
+    goal_id: int
+
+
+class AgentService:
+    """The project's holes, provers, verifier and ledger, as an agent sees them."""
+
+    def __init__(
+        self,
+        root: Path,
+        ledger: Ledger,
+        options: FillOptions | None = None,
+        *,
+        git: GitRepo | None = None,
+        strategies: Sequence[Strategy] | None = None,
+    ) -> None:
+        self.root = root.resolve()
+        self.ledger = ledger
+        self.options = options or FillOptions()
+        self.git = git
+        orch = self.options.orch
+        self.governor = CpuGovernor(
+            orch.cpu_target, orch.max_light + orch.max_heavy, memory_budget_mb=orch.memory_budget_mb
+        )
+        self.tools = WorkerTools(self.options, self.governor)
+        self._strategies = list(strategies) if strategies is not None else None
+        self._run_id: int | None = None
+        self._sampler: asyncio.Task[None] | None = None
+
+    # -- lifetime ------------------------------------------------------------------
+
+    async def __aenter__(self) -> AgentService:
+        self._sampler = asyncio.create_task(self.governor.run(), name="cpu-governor")
+        self._run_id = self.ledger.start_run("mcp", {"root": str(self.root)}, "")
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sampler
+            self._sampler = None
+        await self.tools.aclose()
+        if self._run_id is not None:
+            self.ledger.finish_run(self._run_id, "finished", {})
+            self._run_id = None
+
+    @property
+    def run_id(self) -> int:
+        if self._run_id is None:
+            raise AgentError("the agent service is not started (use `async with`)")
+        return self._run_id
+
+    # -- paths and holes ---------------------------------------------------------------
+
+    def resolve(self, path: str) -> Path:
+        """``path`` (relative to the project, or absolute) inside the project; else AgentError."""
+        resolved = (self.root / path).resolve()
+        if not resolved.is_relative_to(self.root):
+            raise AgentError(f"{path} is outside the project {self.root}; refused")
+        return resolved
+
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.root))
+
+    def list_holes(self, path: str | None = None, status: str | None = None) -> list[HoleInfo]:
+        target = self.resolve(path) if path else self.root
+        counts = self.ledger.attempt_counts()
+        found: list[HoleInfo] = []
+        for file in collect_files([target]):
+            text = file.read_text(encoding="utf-8")
+            for hole in scan_text(file, text):
+                goal = hole.goal
+                goal_id = self.ledger.upsert_goal(goal)
+                row = self.ledger.goal_row(goal_id)
+                state = row.status if row is not None else "open"
+                if status is not None and state != status:
+                    continue
+                found.append(
+                    HoleInfo(
+                        goal_id,
+                        self._relative(file),
+                        goal.line,
+                        goal.name,
+                        goal.statement,
+                        state,
+                        counts.get(goal_id, 0),
+                    )
+                )
+        return found
+
+    def _locate(self, hole_id: int) -> _Located:
+        row = self.ledger.goal_row(hole_id)
+        if row is None:
+            raise AgentError(f"no hole has id {hole_id}; list_holes gives the ids")
+        path = Path(row.file).resolve()
+        if not path.is_relative_to(self.root):
+            raise AgentError(f"hole {hole_id} is in {row.file}, outside the project; refused")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AgentError(f"cannot read {row.file}: {exc}") from exc
+        for hole in scan_text(path, text):
+            if hole.goal.name == row.name and hole.goal.fingerprint == row.fingerprint:
+                return _Located(path, text, hole, hole_id)
+        raise AgentError(
+            f"hole {hole_id} ({row.name}) is no longer open in {self._relative(path)}: "
+            "it was proved, or the file changed (list_holes again)"
+        )
+
+    def _sentences(self, located: _Located, script: str) -> tuple[str, ...]:
+        """The script's sentences through the language's script gate (ScriptRejected if not)."""
+        tools = self.tools.for_hole(located.hole)
+        if located.hole.goal.language == "lean":
+            lines = [line for line in script.splitlines() if line.strip()]
+            return tuple(tools.gate(lines))
+        try:
+            codes = [s.code for s in split_sentences(script)]
+        except OrchError as exc:
+            raise ScriptRejected(f"the script cannot be split into sentences: {exc}") from exc
+        return tuple(tools.gate(codes))
+
+    def _record(
+        self,
+        located: _Located,
+        client: str,
+        outcome: Outcome,
+        script: Sequence[str] | str,
+        *,
+        cpu: float = 0.0,
+        wall: float = 0.0,
+        message: str = "",
+        budget: float = 0.0,
+        tried: int = 0,
+    ) -> None:
+        self.ledger.record_attempt(
+            run_id=self.run_id,
+            goal_id=located.goal_id,
+            fingerprint=located.hole.goal.fingerprint,
+            strategy=f"mcp:{client}"[:64],
+            outcome=outcome,
+            tactic=script if isinstance(script, str) else " ".join(script),
+            tactics_tried=tried,
+            budget_seconds=budget,
+            cpu_seconds=cpu,
+            wall_seconds=wall,
+            message=message,
+        )
+
+    # -- reading a goal --------------------------------------------------------------------
+
+    async def goal(self, hole_id: int, client: str) -> GoalInfo:
+        located = self._locate(hole_id)
+        tools = self.tools.for_hole(located.hole)
+        errors = self.ledger.attempt_errors(located.hole.goal.fingerprint)
+        started = time.monotonic()
+        async with self.governor.slot(), tools.open_session(located.hole, located.text) as session:
+            if isinstance(session, CoqSession):
+                context = await gather_context(
+                    session, located.hole.goal, self.ledger.proved_statements(), errors
+                )
+                display = context.goal
+                premises = [Premise(n, s) for n, s in context.premises]
+                neighbours = [ProvedNeighbour(s, p) for s, p in context.neighbours]
+            else:
+                display = await show_goal(session, noop="skip")
+                premises, neighbours = [], []
+            cpu = session.cpu_seconds()
+        self._record(
+            located,
+            client,
+            Outcome.INSPECTED,
+            "",
+            cpu=cpu,
+            wall=time.monotonic() - started,
+            message="goal: read the goal (no proof tried)",
+        )
+        goal = located.hole.goal
+        return GoalInfo(
+            hole_id,
+            goal.name,
+            goal.statement,
+            display,
+            premises,
+            neighbours,
+            [EarlierError(*e) for e in errors],
+        )
+
+    # -- trying tactics (writes nothing) ------------------------------------------------------
+
+    async def try_tactics(self, hole_id: int, script: str, cpu_s: float, client: str) -> TryResult:
+        located = self._locate(hole_id)
+        cpu_s = max(1.0, min(cpu_s, self.options.orch.budget_cap))
+        started = time.monotonic()
+        try:
+            sentences = self._sentences(located, script)
+        except ScriptRejected as exc:
+            self._record(located, client, Outcome.REJECTED, script, message=str(exc))
+            return TryResult("rejected", error=str(exc))
+        tools = self.tools.for_hole(located.hole)
+        timeout = max(1.0, min(cpu_s, 10.0))
+        result = TryResult("complete")
+        try:
+            async with (
+                self.governor.slot(),
+                tools.open_session(located.hole, located.text) as session,
+            ):
+                state = session.root
+                for sentence in sentences:
+                    if session.cpu_seconds() >= cpu_s:
+                        result = TryResult(
+                            "timeout", error="the CPU budget ran out", failing_sentence=sentence
+                        )
+                        break
+                    step = await session.run_tactic(sentence, state, timeout=timeout)
+                    if not step.ok:
+                        kind = "timeout" if step.status is TacticStatus.TIMEOUT else "error"
+                        result = TryResult(kind, list(result.goals), step.message.strip(), sentence)
+                        break
+                    state = step.state
+                    result = TryResult(
+                        "complete" if step.status is TacticStatus.COMPLETE else "goals",
+                        list(step.goals),
+                    )
+                result.cpu_seconds = session.cpu_seconds()
+        except (ProverError, PrefixError) as exc:
+            self._record(located, client, Outcome.ERROR, sentences, message=str(exc))
+            raise AgentError(f"the prover failed on hole {hole_id}: {exc}") from exc
+        outcome = {
+            "complete": Outcome.CANDIDATE,
+            "timeout": Outcome.TIMEOUT,
+        }.get(result.status, Outcome.FAILED)
+        message = (
+            f"{result.failing_sentence} -> {result.error}"
+            if result.failing_sentence
+            else f"{len(result.goals)} goal(s) remain"
+            if result.status == "goals"
+            else ""
+        )
+        self._record(
+            located,
+            client,
+            outcome,
+            sentences,
+            cpu=result.cpu_seconds,
+            wall=time.monotonic() - started,
+            message=message,
+            budget=cpu_s,
+            tried=len(sentences),
+        )
+        return result
+
+    # -- submitting a proof ---------------------------------------------------------------
+
+    async def submit_proof(self, hole_id: int, script: str, client: str) -> SubmitResult:
+        located = self._locate(hole_id)
+        try:
+            sentences = self._sentences(located, script)
+        except ScriptRejected as exc:
+            self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
+            return SubmitResult("rejected", f"gate: {exc}")
+        return await self._verify_and_write(located, sentences, f"mcp:{client}", client)
+
+    async def _verify_and_write(
+        self,
+        located: _Located,
+        sentences: tuple[str, ...],
+        strategy: str,
+        client: str,
+        *,
+        cpu: float = 0.0,
+    ) -> SubmitResult:
+        started = time.monotonic()
+        async with file_lock(located.path, self.root / ".orch" / "locks"):
+            # the file may have changed while we waited: work on what is on disk now
+            try:
+                located = self._locate(located.goal_id)
+            except AgentError as exc:
+                self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
+                return SubmitResult("rejected", str(exc), script=list(sentences))
+            tools = self.tools.for_hole(located.hole)
+            hole = located.hole
+            if not isinstance(hole, CoqHole) and hole.goal.language == "coq":
+                raise AgentError("a Coq goal without a Coq hole")  # pragma: no cover
+            patched = apply_patches(located.text, [Patch(hole, sentences)])
+            axioms = frozenset(tools.declared_axioms(located.text))
+            async with self.governor.slot():
+                cpu_before = tools.verifier.cpu_seconds
+                verdict = await tools.verifier.verify(
+                    located.path, located.text, patched, [hole.goal], axioms
+                )
+                cpu += tools.verifier.cpu_seconds - cpu_before
+            wall = time.monotonic() - started
+            if not verdict.accepted:
+                reason = f"{verdict.verdict.value}: {verdict.detail.strip()[-1500:]}"
+                self._record(
+                    located,
+                    client,
+                    Outcome.REJECTED,
+                    sentences,
+                    cpu=cpu,
+                    wall=wall,
+                    message=reason,
+                )
+                return SubmitResult("rejected", reason, script=list(sentences))
+            written, branch = "", ""
+            try:
+                if self.git is not None:
+                    branch = self._branch(located, sentences, strategy)
+                else:
+                    write_atomic(located.path, patched, located.text)
+                    written = self._relative(located.path)
+            except (FileChangedError, OrchError) as exc:
+                self._record(
+                    located,
+                    client,
+                    Outcome.REJECTED,
+                    sentences,
+                    cpu=cpu,
+                    wall=wall,
+                    message=str(exc),
+                )
+                return SubmitResult("rejected", str(exc), script=list(sentences))
+            diff = "".join(
+                difflib.unified_diff(
+                    located.text.splitlines(keepends=True),
+                    patched.splitlines(keepends=True),
+                    fromfile=str(located.path),
+                    tofile=str(located.path),
+                )
+            )
+            self.ledger.record_proof(
+                run_id=self.run_id,
+                goal_id=located.goal_id,
+                fingerprint=hole.goal.fingerprint,
+                sentences=sentences,
+                strategy=strategy,
+                prover_version="",
+                diff=diff,
+                written=bool(written),
+            )
+            self._record(
+                located,
+                client,
+                Outcome.PROVED,
+                sentences,
+                cpu=cpu,
+                wall=wall,
+                message=f"written to {written}" if written else f"branch {branch}",
+            )
+            return SubmitResult("verified", "", written, branch, list(sentences))
+
+    def _branch(self, located: _Located, sentences: tuple[str, ...], strategy: str) -> str:
+        if self.git is None:  # pragma: no cover - the caller checked
+            raise AgentError("no git repository")
+        goal_report = GoalReport(
+            located.hole.goal, Outcome.PROVED, strategy, sentences, hole=located.hole
+        )
+        report = FillReport(run_id=self.run_id)
+        report.files.append(
+            FileReport(located.path, FileStatus.DONE, [goal_report], original_text=located.text)
+        )
+        branches, notes = publish(self.git, report)
+        if not branches:
+            raise AgentError("; ".join(notes) or "no branch was made")
+        return branches[0].branch
+
+    # -- the portfolio on one hole -----------------------------------------------------------
+
+    def strategies_for(self, language: str) -> list[Strategy]:
+        if self._strategies is None:
+            orch = self.options.orch
+            self._strategies = default_strategies(self.ledger, orch.profile)
+            if orch.use_llm or orch.profile >= 2:
+                self._strategies += llm_strategies(
+                    self.ledger, self.root, budget_usd=orch.llm_budget_usd
+                )
+        return [s for s in self._strategies if language_of_strategy(s) == language]
+
+    async def run_strategies(self, hole_id: int, cpu_s: float, client: str) -> RunResult:
+        located = self._locate(hole_id)
+        cpu_s = max(1.0, min(cpu_s, self.options.orch.budget_cap))
+        base = self.options.budget
+        budget = replace(
+            base,
+            cpu_seconds=cpu_s,
+            tactic_seconds=max(1.0, base.tactic_seconds * cpu_s / base.cpu_seconds),
+        )
+        strategies = {s.name: s for s in self.strategies_for(located.hole.goal.language)}
+        tools = self.tools.for_hole(located.hole)
+        started = time.monotonic()
+        spent = 0.0
+
+        async def attempt(name: str) -> StrategyResult:
+            nonlocal spent
+            strategy = strategies[name]
+            slot = (
+                self.governor.slot()
+                if getattr(strategy, "uses_slot", True)
+                else contextlib.nullcontext(None)
+            )
+            try:
+                async with slot:
+                    result = await run_attempt(tools, strategy, located.hole, located.text, budget)
+            except (ProverError, PrefixError) as exc:
+                result = StrategyResult(Outcome.ERROR, message=str(exc))
+            spent += result.cpu_seconds
+            return result
+
+        outcome = await race(list(strategies), self.options.orch.portfolio, attempt)
+        outcomes = {name: r.outcome.value for name, r in outcome.results.items()}
+        if outcome.winner is None:
+            self._record(
+                located,
+                client,
+                Outcome.FAILED,
+                "",
+                cpu=spent,
+                wall=time.monotonic() - started,
+                message=f"run_strategies: {outcomes}",
+                budget=cpu_s,
+            )
+            return RunResult(
+                "failed", outcomes=outcomes, cpu_seconds=spent, reason="no strategy found a proof"
+            )
+        found = outcome.results[outcome.winner]
+        try:
+            sentences = tuple(tools.gate(found.sentences))
+        except ScriptRejected as exc:
+            self._record(located, client, Outcome.REJECTED, found.sentences, message=str(exc))
+            return RunResult("rejected", outcome.winner, list(found.sentences), str(exc), outcomes)
+        submitted = await self._verify_and_write(
+            located, sentences, outcome.winner, client, cpu=spent
+        )
+        return RunResult(
+            submitted.status,
+            outcome.winner,
+            list(sentences),
+            submitted.reason,
+            outcomes,
+            spent,
+        )
+
+    # -- the ledger and the market -------------------------------------------------------------
+
+    def stats(self) -> dict[str, Any]:
+        return self.ledger.stats()
+
+    def tickets(self) -> list[TicketInfo]:
+        alive = [t for t in self.ledger.tickets() if t.state in ("open", "claimed")]
+        return [_ticket_info(t) for t in alive]
+
+    def claim_ticket(self, ticket_id: int, client: str) -> TicketInfo:
+        self.ledger.expire_leases()
+        ticket = self.ledger.claim_ticket(f"mcp:{client}", LEASE_SECONDS, ticket_id)
+        if ticket is None:
+            raise AgentError(f"ticket {ticket_id} is not open (claimed by another, or closed)")
+        return _ticket_info(ticket)
+
+    async def complete_ticket(self, ticket_id: int, script: str, client: str) -> SubmitResult:
+        """Check a helper lemma's proof in the parent goal's file, then complete the ticket."""
+        ticket = self.ledger.ticket(ticket_id)
+        worker = f"mcp:{client}"
+        if ticket is None or ticket.state != "claimed" or ticket.claimed_by != worker:
+            raise AgentError(f"ticket {ticket_id} is not claimed by {worker}: claim_ticket first")
+        if ticket.parent_goal_id is None:
+            raise AgentError(f"ticket {ticket_id} has no parent goal to check its proof in")
+        located = self._locate(ticket.parent_goal_id)
+        try:
+            sentences = self._sentences(located, script)
+        except ScriptRejected as exc:
+            self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
+            return SubmitResult("rejected", f"gate: {exc}")
+        hole = located.hole
+        if not isinstance(hole, CoqHole):
+            raise AgentError("tickets are checked in Coq files only")
+        name = re.sub(r"\W", "_", ticket.name) or f"helper_{ticket_id}"
+        source = (
+            located.text[: hole.statement_start] + f"Lemma {name} : {ticket.statement}.\nProof.\n"
+        )
+        helper = replace(hole.goal, name=name, statement=f"Lemma {name} : {ticket.statement}.")
+        tools = self.tools.for_hole(hole)
+        started = time.monotonic()
+        async with self.governor.slot(), tools.prover.session(helper, source, len(source)) as s:
+            closed, assumptions = await s.qed_check(sentences, name, timeout=10.0)
+            cpu = s.cpu_seconds()
+        declared = set(tools.declared_axioms(located.text))
+        listed = re.findall(r"^(\S+) :", assumptions, re.M) if closed else []
+        new = [a for a in listed if a.rsplit(".", 1)[-1] not in declared]
+        ok = closed and ("Closed under the global context" in assumptions or not new)
+        if not ok:
+            reason = assumptions.strip()[-1000:] if not closed else f"new assumptions: {new}"
+            self._record(
+                located,
+                client,
+                Outcome.REJECTED,
+                sentences,
+                cpu=cpu,
+                wall=time.monotonic() - started,
+                message=f"ticket {ticket_id}: {reason}",
+            )
+            return SubmitResult("rejected", reason, script=list(sentences))
+        if not self.ledger.complete_ticket(ticket_id, worker, sentences):
+            raise AgentError(f"ticket {ticket_id} was taken back before it was completed")
+        self._record(
+            located,
+            client,
+            Outcome.CANDIDATE,
+            sentences,
+            cpu=cpu,
+            wall=time.monotonic() - started,
+            message=f"ticket {ticket_id} completed",
+        )
+        return SubmitResult("verified", f"ticket {ticket_id} completed", script=list(sentences))

@@ -1,0 +1,280 @@
+"""The llm strategies against a stand-in model server on 127.0.0.1; the real coqtop checks all."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from proof_orchestrator.agents.llm import (
+    LLMClient,
+    LLMSettings,
+    llm_off_reason,
+    load_llm_settings,
+    parse_script,
+    parse_tactics,
+)
+from proof_orchestrator.agents.llm.providers import make_provider
+from proof_orchestrator.cli import app
+from proof_orchestrator.config import load_settings
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.ledger.models import Attempt
+from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.project.coq_holes import scan_coq_text
+from proof_orchestrator.provers.coq import CoqProver
+from proof_orchestrator.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
+
+from .conftest import coqc_ok
+from .model_server import ModelServer, Reply
+
+PLUS_ZERO = """\
+Lemma plus_zero : forall n : nat, n + 0 = n.
+Proof.
+Admitted.
+"""
+TWO_HOLES = (
+    PLUS_ZERO
+    + """
+Lemma zero_plus : forall n : nat, 0 + n = n.
+Proof.
+Admitted.
+"""
+)
+OWN_ADD = """\
+Inductive num : Set := zero : num | succ : num -> num.
+Fixpoint add (n m : num) : num := match n with zero => m | succ p => succ (add p m) end.
+Lemma add_zero : forall n : num, add n zero = n.
+Proof.
+Admitted.
+"""
+RIGHT = (
+    "```coq\nintros n. induction n as [|n IH].\n"
+    "- reflexivity.\n- simpl. rewrite IH. reflexivity.\n```"
+)
+WRONG = "```coq\nintros n. reflexivity.\n```"
+ADMIT = "```coq\nintros n. admit.\n```"
+BUDGET = Budget(cpu_seconds=20.0, tactic_seconds=2.0)
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    server = ModelServer([Reply((RIGHT,))]).start()
+    yield server
+    server.stop()
+
+
+def _settings(server: ModelServer, provider: str = "openai", **changes: Any) -> LLMSettings:
+    base = server.base_url + ("/v1" if provider == "openai" else "")
+    settings = LLMSettings(
+        provider=provider,
+        model="stand-in",
+        base_url=base,
+        api_key="test-key",
+        samples=2,
+        price_in=3.0,
+        price_out=15.0,
+        timeout=5.0,
+        max_retries=2,
+    )
+    return replace(settings, **changes)
+
+
+@contextlib.asynccontextmanager
+async def _sessions(directory: Path, text: str) -> AsyncIterator[list[tuple[Any, Any]]]:
+    """Sessions at every hole of ``text`` (written to ``directory/T.v``)."""
+    path = directory / "T.v"
+    path.write_text(text, encoding="utf-8")
+    prover = CoqProver(cwd=str(directory))
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            opened = []
+            for hole in scan_coq_text(path, text):
+                session = await stack.enter_async_context(
+                    prover.session(hole.goal, text, hole.prefix_end)
+                )
+                opened.append((session, hole))
+            yield opened
+    finally:
+        await prover.aclose()
+
+
+def _client(settings: LLMSettings, ledger: Ledger) -> LLMClient:
+    return LLMClient(settings, make_provider(settings), ledger)
+
+
+async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    path = tmp_path / "T.v"
+    path.write_text(PLUS_ZERO, encoding="utf-8")
+    strategy = LLMStrategy(_client(_settings(model), ledger), ledger)
+    report = await fill([path], ledger, FillOptions(budget=BUDGET), strategies=[strategy])
+    assert [g.outcome for g in report.goals] == [Outcome.PROVED]
+    assert "induction n" in path.read_text(encoding="utf-8")
+    assert coqc_ok(path)
+    # the prompt carried the statement and the goal as coqtop shows it
+    ((_, body),) = model.requests
+    prompt = body["messages"][1]["content"]
+    assert "forall n : nat, n + 0 = n" in prompt
+    assert "============================" in prompt
+    assert body["n"] == 2
+    with ledger.engine.connect() as connection:
+        (row,) = connection.execute(select(Attempt).where(Attempt.strategy == "llm")).all()
+    assert (row.tokens_in, row.tokens_out) == (1000, 200)
+    assert row.cost_usd == pytest.approx((1000 * 3.0 + 200 * 15.0) / 1e6)
+    assert row.llm_seconds > 0
+    assert ledger.stats()["llm"]["cost_usd"] == pytest.approx(0.006)
+    shown = CliRunner().invoke(app, ["stats", str(tmp_path), "--db", ledger.url])
+    assert "Model spend: $0.0060 on 1 attempts, 1000 tokens in, 200 out" in shown.output
+
+
+async def test_wrong_and_admit_proofs_are_rejected(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    model.replies = [Reply((WRONG,)), Reply((ADMIT,))]
+    strategy = LLMStrategy(_client(_settings(model, "anthropic"), ledger), ledger)
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await strategy.prove(session, hole.goal, BUDGET)
+    assert result.outcome is Outcome.FAILED
+    assert "gate: 'admit' is never allowed" in result.message
+    assert "intros n reflexivity" in result.message.replace(".", "")
+    assert [path for path, _ in model.requests] == ["/v1/messages", "/v1/messages"]
+    assert result.tokens_in == 2000
+
+
+async def test_a_second_run_is_served_from_the_cache_with_no_request(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    settings = _settings(model)
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        first = await LLMStrategy(_client(settings, ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+        again = await LLMStrategy(_client(settings, ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+    assert first.outcome is again.outcome is Outcome.CANDIDATE
+    assert len(model.requests) == 1
+    assert first.cost_usd > 0
+    assert (again.tokens_in, again.tokens_out, again.cost_usd) == (0, 0, 0.0)
+
+
+async def test_429_with_retry_after_then_success(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    model.replies = [Reply(status=429, headers=(("retry-after", "0.2"),)), Reply((RIGHT,))]
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await LLMStrategy(_client(_settings(model), ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+    assert result.outcome is Outcome.CANDIDATE
+    assert len(model.requests) == 2
+
+
+async def test_a_model_that_times_out_is_a_failed_attempt_with_the_reason(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    model.replies = [Reply((RIGHT,), delay=2.0)]
+    settings = _settings(model, timeout=0.5, max_retries=1)
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await LLMStrategy(_client(settings, ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+    assert result.outcome is Outcome.FAILED
+    assert result.message.startswith("model timeout:")
+    assert len(model.requests) == 2
+
+
+async def test_server_errors_then_malformed_replies_end_as_malformed(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    model.replies = [Reply(status=503), Reply(("",))]
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await LLMStrategy(_client(_settings(model), ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+    assert result.outcome is Outcome.FAILED
+    assert result.message.startswith("model malformed:")
+    assert len(model.requests) == 3
+
+
+async def test_the_budget_cap_stops_requests(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # one request costs $0.006: a $0.001 cap allows the first and refuses the next
+    client = _client(_settings(model, budget_usd=0.001), ledger)
+    strategy = LLMStrategy(client, ledger)
+    async with _sessions(tmp_path, TWO_HOLES) as [(first, one), (second, two)]:
+        done = await strategy.prove(first, one.goal, BUDGET)
+        refused = await strategy.prove(second, two.goal, BUDGET)
+    assert done.outcome is Outcome.CANDIDATE
+    assert refused.outcome is Outcome.FAILED
+    assert refused.message.startswith("model budget:")
+    assert len(model.requests) == 1
+    assert client.spent_usd == pytest.approx(0.006)
+
+
+async def test_next_tactics_from_the_model_guide_the_search(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # `auto` and the search's own tactics do not prove this (no hint knows `add`)
+    model.replies = [Reply(("1. intros n.\n2. induction n as [|n IH]; simpl.\n3. rewrite IH.",))]
+    strategy = LLMSearchStrategy(_client(_settings(model), ledger), ledger)
+    async with _sessions(tmp_path, OWN_ADD) as [(session, hole)]:
+        result = await strategy.prove(session, hole.goal, BUDGET)
+    assert result.outcome is Outcome.CANDIDATE, result.message
+    assert "induction n as [|n IH]; simpl." in result.sentences
+    assert model.requests
+    assert result.tokens_in > 0
+
+
+def test_without_a_key_the_strategy_is_off_and_says_why(tmp_path: Path) -> None:
+    settings = load_llm_settings(tmp_path, environ={"ORCH_LLM_MODEL": "m"})
+    assert llm_off_reason(settings) is not None
+    assert "API key" in str(llm_off_reason(settings))
+
+
+def test_settings_come_from_orch_toml_and_the_environment(tmp_path: Path) -> None:
+    (tmp_path / "orch.toml").write_text(
+        'profile = 2\n[llm]\nprovider = "anthropic"\nmodel = "claude-x"\nsamples = 3\n'
+        "[llm.prices.claude-x]\ninput = 3.0\noutput = 15.0\n",
+        encoding="utf-8",
+    )
+    settings = load_llm_settings(
+        tmp_path, environ={"ORCH_LLM_SAMPLES": "5", "ANTHROPIC_API_KEY": "k"}
+    )
+    assert (settings.provider, settings.model, settings.samples) == ("anthropic", "claude-x", 5)
+    assert settings.cost(1_000_000, 1_000_000) == pytest.approx(18.0)
+    assert llm_off_reason(settings) is None
+    orch, _ = load_settings(tmp_path, environ={})
+    assert orch.profile == 2
+
+
+def test_llm_strategies_follow_the_settings(
+    model: ModelServer, tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "ORCH_LLM_API_KEY", "ORCH_LLM_MODEL", "ORCH_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "orch.toml").write_text(
+        f'[llm]\nmodel = "stand-in"\nbase_url = "{model.base_url}/v1"\napi_key = "k"\n',
+        encoding="utf-8",
+    )
+    names = [s.name for s in llm_strategies(ledger, tmp_path, budget_usd=0.5)]
+    assert names == ["llm", "llm-search"]
+    (tmp_path / "orch.toml").write_text('[llm]\nmodel = "stand-in"\n', encoding="utf-8")
+    assert llm_strategies(ledger, tmp_path) == []  # no key: off
+
+
+def test_replies_are_read_into_sentences() -> None:
+    reply = "Here it is:\n```coq\nProof.\nintros n.\n- simpl. reflexivity.\nQed.\n```\nDone."
+    assert parse_script(reply) == ("intros n.", "-", "simpl.", "reflexivity.")
+    assert parse_script("no proof (* here") == ()
+    listed = "1. intros n.\n2) induction n.\n- intros n.\nnot a tactic\n* lia."
+    assert parse_tactics(listed, 3) == ["intros n.", "induction n.", "lia."]
