@@ -49,7 +49,7 @@ def _layout(fig: go.Figure, title: str, x_title: str, y_title: str) -> None:
         template="plotly_white",
         height=300,
         margin={"l": 60, "r": 20, "t": 45, "b": 50},
-        legend={"orientation": "h", "y": -0.25},
+        legend={"orientation": "h", "x": 1, "xanchor": "right", "y": 1.0, "yanchor": "bottom"},
     )
     fig.update_xaxes(title_text=x_title, showline=True, linecolor="#888", ticks="outside")
     fig.update_yaxes(title_text=y_title, showline=True, linecolor="#888", ticks="outside")
@@ -128,12 +128,14 @@ def bar_chart(
             orientation="h",
             marker={"color": "#48c"},
             text=[_label(value, value_format) for _, value in bars],
-            textposition="auto",
+            textposition="outside",
+            cliponaxis=False,
             hovertemplate=f"%{{y}}: %{{x:{value_format}}} {escape(value_title)}<extra></extra>",
         )
     )
     _layout(fig, title, value_title, category_title)
-    fig.update_layout(height=max(220, 90 + 32 * len(bars)))
+    # room on the right for the value printed past the longest bar
+    fig.update_layout(height=max(220, 90 + 32 * len(bars)), margin={"r": 50})
     fig.update_yaxes(autorange="reversed")
     return fig
 

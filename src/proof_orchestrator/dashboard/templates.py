@@ -15,8 +15,8 @@ nav a { margin-right: 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
 td, th { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; }
-.chart { display: inline-block; vertical-align: top; width: 600px; max-width: 100%; border: 1px solid #ddd; margin: 0.5rem 1rem 1rem 0; }
-.chart-empty { padding: 0.5rem; width: 584px; }
+.chart { display: inline-block; vertical-align: top; width: 580px; max-width: 100%; border: 1px solid #ddd; margin: 0.5rem 0.75rem 0.75rem 0; }
+.chart-empty { padding: 0.5rem; width: 564px; }
 #live .live-run { border: 1px solid #9bc; padding: 0.5rem 1rem; margin: 0.5rem 0; }
 #live .live-run.dead { border-color: #c66; background: #fff4f4; }
 #live .badge { font-weight: bold; } #live .dead .badge { color: #a33; } #live .alive .badge { color: #174; }
