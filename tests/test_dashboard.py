@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import threading
@@ -18,6 +19,8 @@ from typer.testing import CliRunner
 from proof_orchestrator.bank import run_bank
 from proof_orchestrator.cli import app as cli_app
 from proof_orchestrator.dashboard import create_app
+from proof_orchestrator.dashboard.charts import plotly_js
+from proof_orchestrator.dashboard.report import render_html
 from proof_orchestrator.goals import Budget, Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.pipeline import FillOptions
@@ -142,6 +145,18 @@ def test_plotly_is_served_from_the_installed_package(client: TestClient) -> None
     assert "cdn" not in page.lower()
 
 
+def test_html_report_is_self_contained_with_plotly_charts(
+    bank_ledger: tuple[Ledger, Path, dict],
+) -> None:
+    _, _, result = bank_ledger
+    html = render_html(result)
+    assert plotly_js() in html  # inlined: the file opens offline
+    assert "<script src=" not in html
+    assert html.count("Plotly.newPlot(") == 5
+    for title in ("cumulative search CPU (s)", "lemmas solved", "share of the machine (%)"):
+        assert title in html
+
+
 def test_paths_outside_the_project_are_refused(client: TestClient) -> None:
     assert client.get("/api/files/A.v").text.startswith("Lemma a")
     for path in ("../secret.txt", "..%2Fsecret.txt", "%2E%2E/secret.txt"):
@@ -200,6 +215,7 @@ def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
         host="127.0.0.1",
         port=port,
         log_level="warning",
+        timeout_graceful_shutdown=2,
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -210,6 +226,27 @@ def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     srv.should_exit = True
     thread.join(timeout=10)
+
+
+def test_live_state_streams_as_server_sent_events(
+    server: str, bank_ledger: tuple[Ledger, Path, dict]
+) -> None:
+    import httpx2
+
+    ledger, _, _ = bank_ledger
+    run = ledger.start_run("bank", {}, "8.16.1")
+    ledger.publish_live(run, {"queue": 5, "slots": []})
+    try:
+        with httpx2.stream("GET", server + "/api/live/stream", timeout=10) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            lines = response.iter_lines()
+            assert next(lines) == "event: live"
+            data = next(lines)
+        assert data.startswith("data: ")
+        (live,) = json.loads(data.removeprefix("data: "))["runs"]
+        assert (live["run_id"], live["command"], live["state"]["queue"]) == (run, "bank", 5)
+    finally:
+        ledger.clear_live(run)
 
 
 def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Path, dict]) -> None:
@@ -240,8 +277,9 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
             page.wait_for_selector(f"#chart-{chart} .xtick text")
             assert page.locator(f"#chart-{chart} .ytick text").count() >= 2, chart
         assert page.locator("#chart-solved .xtitle").text_content() == "time (UTC)"
-        assert page.locator("#chart-solved .scatterlayer .point").count() == (
-            result["totals"]["solved"]
+        assert (
+            page.locator("#chart-solved .scatterlayer .point").count()
+            == (result["totals"]["solved"])
         )
         page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"), full_page=True)
 
