@@ -9,11 +9,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from proof_orchestrator.bank import run_bank
@@ -23,6 +25,7 @@ from proof_orchestrator.dashboard.charts import plotly_js
 from proof_orchestrator.dashboard.report import render_html
 from proof_orchestrator.goals import Budget, Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.ledger.models import LiveRun
 from proof_orchestrator.pipeline import FillOptions
 
 from .conftest import BANK, REPO
@@ -128,6 +131,7 @@ def test_live_api_and_gauges_show_a_running_command(
         assert f"orch_live_cpu_target{labels} 0.5" in metrics
     finally:
         ledger.clear_live(run)
+        ledger.finish_run(run, "finished", {})
     assert client.get("/api/live").json()["runs"] == []
     assert "orch_live_slots_busy{" not in client.get("/metrics").text
 
@@ -247,6 +251,25 @@ def test_live_state_streams_as_server_sent_events(
         assert (live["run_id"], live["command"], live["state"]["queue"]) == (run, "bank", 5)
     finally:
         ledger.clear_live(run)
+        ledger.finish_run(run, "finished", {})
+
+
+DEAD_STATE = {
+    "slots": [
+        {
+            "goal": "stuck_goal",
+            "file": "/p/A.v",
+            "strategy": "micro",
+            "budget_seconds": 10.0,
+            "cpu_seconds": 1.5,
+            "elapsed_seconds": 3.0,
+        }
+    ],
+    "queue": 2,
+    "goals": {"total": 5, "done": 1, "proved": 1},
+    "cpu": {"target": 0.5, "measured": 0.4},
+    "eta_seconds": None,
+}
 
 
 def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Path, dict]) -> None:
@@ -254,7 +277,7 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
         pytest.skip("Debian chromium is not installed (make test installs it as root)")
     from playwright.sync_api import sync_playwright
 
-    _, _, result = bank_ledger
+    ledger, _, result = bank_ledger
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -269,7 +292,20 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
             ],
         )
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        # a run that died without clearing its live row: its heartbeat is a minute old
+        dead = ledger.start_run("fill", {}, "8.16.1")
+        ledger.publish_live(dead, DEAD_STATE)
+        with ledger.engine.begin() as connection:
+            connection.execute(
+                update(LiveRun)
+                .where(LiveRun.run_id == dead)
+                .values(heartbeat_at=datetime.now(UTC) - timedelta(minutes=1))
+            )
         page.goto(server + "/")
+        page.wait_for_selector("#live .live-run.dead")
+        assert page.inner_text("#live .live-run.dead .badge") == "DEAD"
+        assert page.inner_text("#live .slot-goal") == "stuck_goal"
+        assert page.inner_text("#live .slot-cpu") == "1.5 s"
         assert page.inner_text("#total") == str(result["totals"]["lemmas"])
         assert page.inner_text("#proved") == str(result["totals"]["solved"])
         # Plotly draws the charts in the browser: axes with tick labels, a point per proof
@@ -282,6 +318,8 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
             == (result["totals"]["solved"])
         )
         page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"), full_page=True)
+        ledger.clear_live(dead)
+        ledger.finish_run(dead, "failed", {})
 
         page.goto(server + "/goals")
         all_rows = page.locator("tr.goal-row").count()
