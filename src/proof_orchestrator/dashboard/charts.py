@@ -137,6 +137,8 @@ def bar_chart(
     # room on the right for the value printed past the longest bar
     fig.update_layout(height=max(220, 90 + 32 * len(bars)), margin={"r": 50})
     fig.update_yaxes(autorange="reversed")
+    if "%" in value_format:
+        fig.update_xaxes(tickformat=value_format)
     return fig
 
 
