@@ -72,6 +72,10 @@ async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> No
     assert set(result["per_strategy"]) <= quick_and_strong
     assert result["cpu_trace"]
     assert result["overhead"]["prover_cpu_seconds"] > 0
+    # the live state was published all along, and its cost is part of the orchestrator's
+    assert result["overhead"]["live_publishes"] >= 1
+    live_cpu = result["overhead"]["live_publisher_cpu_seconds"]
+    assert 0 < live_cpu < result["overhead"]["orchestrator_cpu_seconds"]
     assert (bank / "coq" / "BankBool.v").read_text().count(
         "Admitted."
     ) == 27  # the bank itself is untouched

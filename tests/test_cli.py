@@ -132,6 +132,9 @@ def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(tmp_path: Path) -> None:
     # the default profile: search is among the attempts in flight
     proc = orch("fill", str(path), "--db", str(db))
     wait_for_attempts(db, 3)
+    with sqlite3.connect(db) as connection:
+        (live,) = connection.execute("SELECT count(*) FROM live_runs").fetchone()
+    assert live == 1  # the running command shows its live state
     proc.send_signal(signal.SIGINT)
     _, err = finish(proc, 60)
     assert proc.returncode == 130, err
@@ -140,7 +143,9 @@ def test_ctrl_c_stops_cleanly_and_the_next_run_resumes(tmp_path: Path) -> None:
     assert coqtops_in(tmp_path) == []
     with sqlite3.connect(db) as connection:
         statuses = [row[0] for row in connection.execute("SELECT status FROM runs")]
+        (live,) = connection.execute("SELECT count(*) FROM live_runs").fetchone()
     assert statuses == ["interrupted"]
+    assert live == 0  # cleared by the interrupted run
     # the next run finishes the work (quick tactics: 119 lemmas are false)
     done = orch("fill", str(path), "--db", str(db), "--profile", "0")
     finish(done, 300)

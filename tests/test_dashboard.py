@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import uvicorn
 from fastapi.testclient import TestClient
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from proof_orchestrator.bank import run_bank
 from proof_orchestrator.cli import app as cli_app
 from proof_orchestrator.dashboard import create_app
+from proof_orchestrator.dashboard.charts import plotly_js
+from proof_orchestrator.dashboard.report import render_html
 from proof_orchestrator.goals import Budget, Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.ledger.models import LiveRun
 from proof_orchestrator.pipeline import FillOptions
 
 from .conftest import BANK, REPO
@@ -97,6 +103,64 @@ def test_runs_openapi_and_metrics(client: TestClient) -> None:
     assert 'orch_goals{status="proved"}' in metrics
 
 
+def test_live_api_and_gauges_show_a_running_command(
+    client: TestClient, bank_ledger: tuple[Ledger, Path, dict]
+) -> None:
+    ledger, _, _ = bank_ledger
+    assert client.get("/api/live").json()["runs"] == []
+    run = ledger.start_run("fill", {}, "8.16.1")
+    state = {
+        "command": "fill",
+        "slots": [{"goal": "a", "file": "/p/A.v", "strategy": "micro", "cpu_seconds": 0.5}],
+        "queue": 4,
+        "goals": {"total": 9, "done": 3, "proved": 2},
+        "cpu": {"target": 0.5, "measured": 0.42},
+        "eta_seconds": 12.0,
+    }
+    ledger.publish_live(run, state)
+    try:
+        (live,) = client.get("/api/live").json()["runs"]
+        assert live["run_id"] == run
+        assert live["state"] == state
+        assert live["dead"] is False
+        metrics = client.get("/metrics").text
+        labels = f'{{command="fill",run_id="{run}"}}'
+        assert f"orch_live_slots_busy{labels} 1.0" in metrics
+        assert f"orch_live_queue_length{labels} 4.0" in metrics
+        assert f"orch_live_cpu_share{labels} 0.42" in metrics
+        assert f"orch_live_cpu_target{labels} 0.5" in metrics
+    finally:
+        ledger.clear_live(run)
+        ledger.finish_run(run, "finished", {})
+    assert client.get("/api/live").json()["runs"] == []
+    assert "orch_live_slots_busy{" not in client.get("/metrics").text
+
+
+def test_plotly_is_served_from_the_installed_package(client: TestClient) -> None:
+    import plotly
+
+    js = client.get("/static/plotly.min.js")
+    assert js.status_code == 200
+    assert js.headers["content-type"].startswith("text/javascript")
+    bundled = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert js.content == bundled.read_bytes()
+    page = client.get("/").text
+    assert '<script src="/static/plotly.min.js">' in page
+    assert "cdn" not in page.lower()
+
+
+def test_html_report_is_self_contained_with_plotly_charts(
+    bank_ledger: tuple[Ledger, Path, dict],
+) -> None:
+    _, _, result = bank_ledger
+    html = render_html(result)
+    assert plotly_js() in html  # inlined: the file opens offline
+    assert "<script src=" not in html
+    assert html.count("Plotly.newPlot(") == 5
+    for title in ("cumulative search CPU (s)", "lemmas solved", "share of the machine (%)"):
+        assert title in html
+
+
 def test_paths_outside_the_project_are_refused(client: TestClient) -> None:
     assert client.get("/api/files/A.v").text.startswith("Lemma a")
     for path in ("../secret.txt", "..%2Fsecret.txt", "%2E%2E/secret.txt"):
@@ -155,6 +219,7 @@ def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
         host="127.0.0.1",
         port=port,
         log_level="warning",
+        timeout_graceful_shutdown=2,
     )
     srv = uvicorn.Server(config)
     thread = threading.Thread(target=srv.run, daemon=True)
@@ -167,12 +232,52 @@ def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
     thread.join(timeout=10)
 
 
+def test_live_state_streams_as_server_sent_events(
+    server: str, bank_ledger: tuple[Ledger, Path, dict]
+) -> None:
+    import httpx2
+
+    ledger, _, _ = bank_ledger
+    run = ledger.start_run("bank", {}, "8.16.1")
+    ledger.publish_live(run, {"queue": 5, "slots": []})
+    try:
+        with httpx2.stream("GET", server + "/api/live/stream", timeout=10) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            lines = response.iter_lines()
+            assert next(lines) == "event: live"
+            data = next(lines)
+        assert data.startswith("data: ")
+        (live,) = json.loads(data.removeprefix("data: "))["runs"]
+        assert (live["run_id"], live["command"], live["state"]["queue"]) == (run, "bank", 5)
+    finally:
+        ledger.clear_live(run)
+        ledger.finish_run(run, "finished", {})
+
+
+DEAD_STATE = {
+    "slots": [
+        {
+            "goal": "stuck_goal",
+            "file": "/p/A.v",
+            "strategy": "micro",
+            "budget_seconds": 10.0,
+            "cpu_seconds": 1.5,
+            "elapsed_seconds": 3.0,
+        }
+    ],
+    "queue": 2,
+    "goals": {"total": 5, "done": 1, "proved": 1},
+    "cpu": {"target": 0.5, "measured": 0.4},
+    "eta_seconds": None,
+}
+
+
 def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Path, dict]) -> None:
     if not Path("/usr/bin/chromium").exists():
         pytest.skip("Debian chromium is not installed (make test installs it as root)")
     from playwright.sync_api import sync_playwright
 
-    _, _, result = bank_ledger
+    ledger, _, result = bank_ledger
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(
@@ -187,19 +292,34 @@ def test_dashboard_in_a_real_browser(server: str, bank_ledger: tuple[Ledger, Pat
             ],
         )
         page = browser.new_page(viewport={"width": 1280, "height": 1600})
+        # a run that died without clearing its live row: its heartbeat is a minute old
+        dead = ledger.start_run("fill", {}, "8.16.1")
+        ledger.publish_live(dead, DEAD_STATE)
+        with ledger.engine.begin() as connection:
+            connection.execute(
+                update(LiveRun)
+                .where(LiveRun.run_id == dead)
+                .values(heartbeat_at=datetime.now(UTC) - timedelta(minutes=1))
+            )
         page.goto(server + "/")
+        page.wait_for_selector("#live .live-run.dead")
+        assert page.inner_text("#live .live-run.dead .badge") == "DEAD"
+        assert page.inner_text("#live .slot-goal") == "stuck_goal"
+        assert page.inner_text("#live .slot-cpu") == "1.5 s"
         assert page.inner_text("#total") == str(result["totals"]["lemmas"])
         assert page.inner_text("#proved") == str(result["totals"]["solved"])
-        assert page.locator("svg.chart circle.point").count() >= 2  # a chart with data points
-        titles = page.locator("svg.chart").evaluate_all(
-            "els => els.map(e => e.getAttribute('aria-label'))"
+        # Plotly draws the charts in the browser: axes with tick labels, a point per proof
+        for chart in ("solved", "cpu", "strategy", "memory", "queue"):
+            page.wait_for_selector(f"#chart-{chart} .xtick text")
+            assert page.locator(f"#chart-{chart} .ytick text").count() >= 2, chart
+        assert page.locator("#chart-solved .xtitle").text_content() == "time (UTC)"
+        assert (
+            page.locator("#chart-solved .scatterlayer .point").count()
+            == (result["totals"]["solved"])
         )
-        assert {
-            "Solved over time",
-            "Open goals by estimated difficulty",
-            "Largest prover process (latest run)",
-        } <= set(titles)
         page.screenshot(path=str(ARTIFACTS / "dashboard-overview.png"), full_page=True)
+        ledger.clear_live(dead)
+        ledger.finish_run(dead, "failed", {})
 
         page.goto(server + "/goals")
         all_rows = page.locator("tr.goal-row").count()

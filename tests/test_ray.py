@@ -155,6 +155,14 @@ def test_search_runs_on_a_ray_worker(ray_cluster: str, tmp_path: Path) -> None:
     assert (goal["outcome"], goal["strategy"]) == ("proved", "search")
     assert "Admitted." not in path.read_text(encoding="utf-8")
     assert coqc_ok(path)
+    # the driver published the live state while the attempt ran on Ray, then cleared it
+    with sqlite3.connect(tmp_path / "l.db") as db:
+        (summary,) = db.execute("SELECT summary FROM runs").fetchone()
+        (live_rows,) = db.execute("SELECT count(*) FROM live_runs").fetchone()
+    publisher = json.loads(summary)["live_publisher"]
+    assert publisher["publishes"] >= 1
+    assert publisher["failures"] == 0
+    assert live_rows == 0
 
 
 def _worker_pids() -> list[int]:

@@ -157,6 +157,7 @@ async def run_bank(
                     "round": number,
                     "proved": report.proved,
                     "wall_seconds": round(report.wall_seconds, 3),
+                    "live_publisher": report.live_publisher,
                 }
             )
             if first is None:
@@ -204,6 +205,13 @@ async def run_bank(
         "orchestrator_cpu_seconds": round(own, 3),
         "prover_cpu_seconds": round(provers, 3),
         "ratio": round(own / provers, 4) if provers else None,
+        # part of the orchestrator's own CPU: building and writing the live state
+        "live_publisher_cpu_seconds": round(
+            sum(float(r["live_publisher"].get("cpu_seconds", 0.0)) for r in round_summaries), 4
+        ),
+        "live_publishes": sum(
+            int(r["live_publisher"].get("publishes", 0)) for r in round_summaries
+        ),
     }
     out = out_dir / f"{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

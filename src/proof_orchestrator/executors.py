@@ -94,12 +94,17 @@ async def run_attempt(
     text: str,
     budget: Budget,
     on_cancel: Callable[[float], None] | None = None,
+    *,
+    on_session: Callable[[Any], None] | None = None,
 ) -> StrategyResult:
     """Open a session at ``hole`` with ``tools`` and run ``strategy`` in it.
 
-    On cancellation, ``on_cancel`` is told the CPU the session had used.
+    ``on_session`` is given the session once it is open (the live view reads
+    its CPU). On cancellation, ``on_cancel`` is told the CPU the session had used.
     """
     async with tools.open_session(hole, text) as session:
+        if on_session is not None:
+            on_session(session)
         try:
             result: StrategyResult = await strategy.prove(session, hole.goal, budget)
         except asyncio.CancelledError:

@@ -37,6 +37,7 @@ from .errors import PathNotFound, ProverNotFound, UnreadableSource
 from .executors import RayExecutor
 from .goals import Outcome
 from .ledger import Ledger
+from .live import LivePublisher
 from .project.coqproject import load_coqproject, project_for
 from .project.holes import SOURCE_SUFFIXES, Hole, language_of
 from .project.source import load_source
@@ -56,6 +57,7 @@ from .reports import (
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
 from .strategies.llm import llm_strategies
+from .tasks import cancel_and_wait
 from .worker import (
     FileState,
     GoalItem,
@@ -163,6 +165,14 @@ async def fill(
     )
     run = GoalRun(ledger, options, strategies, report, governor, on_goal)
     run.on_write = on_write
+    publisher = LivePublisher(
+        ledger,
+        run.run_id,
+        run.live,
+        queue_length=lambda: len(run.queue),
+        governor=governor,
+        extra={"command": options.command, "executor": options.orch.executor},
+    )
     tools: dict[tuple[str, ...], Tools] = {}
     status = "finished"
     executor: RayExecutor | None = None
@@ -173,6 +183,7 @@ async def fill(
             run.executor = executor
         async with asyncio.TaskGroup() as group:
             sampler = group.create_task(governor.run(), name="cpu-governor")
+            live = group.create_task(publisher.run(), name="live-publisher")
             try:
                 await _plan(run, scanned, tools, sessions)
                 async with asyncio.TaskGroup() as workers:
@@ -180,11 +191,13 @@ async def fill(
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
             finally:
                 sampler.cancel()
+                await cancel_and_wait(live)
     except BaseException:
         status = "interrupted"
         report.interrupted = True
         raise
     finally:
+        publisher.clear()
         if executor is not None:
             with contextlib.suppress(Exception):
                 report.worker_stats = await executor.worker_stats()
@@ -197,6 +210,7 @@ async def fill(
         summary["executor"] = options.orch.executor
         if report.worker_stats:
             summary["workers"] = report.worker_stats
+        summary["live_publisher"] = report.live_publisher = publisher.summary()
         summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
         summary["prover_rss_mb"] = [
             [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace
@@ -243,6 +257,7 @@ async def _plan(
 ) -> None:
     """Check that each file compiles, and queue its goals."""
     report = run.report
+    run.live.total = sum(len(holes) for _, _, holes, _ in scanned)
     for path, text, holes, error in scanned:
         if text is None:
             report.files.append(FileReport(path, FileStatus.UNREADABLE, message=error))
@@ -261,6 +276,7 @@ async def _plan(
             compiles, output = False, str(exc)
             status, why = FileStatus.NO_PROVER, "prover not installed"
         if not compiles:
+            run.live.done += len(holes)
             file_report.status = status
             file_report.message = output.strip()[-1500:]
             for hole in holes:

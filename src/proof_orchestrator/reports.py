@@ -86,6 +86,8 @@ class FillReport:
     prover_version: str = ""
     #: per remote worker (Ray executor): pid, attempts served, CPU of its process tree
     worker_stats: list[dict[str, Any]] = field(default_factory=list)
+    #: what publishing the live state cost: publishes, failures, CPU seconds, interval
+    live_publisher: dict[str, float] = field(default_factory=dict)
 
     @property
     def goals(self) -> list[GoalReport]:

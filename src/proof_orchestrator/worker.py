@@ -23,6 +23,7 @@ from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
 from .leanscript import check_lean_script
 from .ledger import Ledger
+from .live import LiveBoard
 from .market import MarketStrategy
 from .project import coq_holes, lean_holes
 from .project.coqproject import CoqProject
@@ -264,6 +265,8 @@ class GoalRun:
         self.popular = tuple(ledger.popular_scripts())
         self.proved = ledger.proved_statements()
         self._attempts = 0
+        #: what the run does now, for the live view
+        self.live = LiveBoard()
 
     @property
     def run_id(self) -> int:
@@ -434,20 +437,31 @@ class GoalRun:
             if heavy is not None:
                 await heavy.acquire()
             try:
-                if self.executor is None or getattr(strategy, "needs_ledger", False):
-                    result = await run_attempt(
-                        item.file.tools, strategy, item.hole, item.file.text, budget, cancelled
-                    )
-                else:
-                    request = AttemptRequest(
-                        item.hole,
-                        item.file.text,
-                        name,
-                        budget,
-                        tuple(nearest_first(goal.statement, self.proved, self.popular)),
-                        route=str(goal.file),
-                    )
-                    result = await self.executor.attempt(request, cancelled)
+                with self.live.slot(goal.name, str(goal.file), name, budget.cpu_seconds) as live:
+                    if self.executor is None or getattr(strategy, "needs_ledger", False):
+
+                        def opened(session: Any) -> None:
+                            live.meter = session.cpu_seconds
+
+                        result = await run_attempt(
+                            item.file.tools,
+                            strategy,
+                            item.hole,
+                            item.file.text,
+                            budget,
+                            cancelled,
+                            on_session=opened,
+                        )
+                    else:
+                        request = AttemptRequest(
+                            item.hole,
+                            item.file.text,
+                            name,
+                            budget,
+                            tuple(nearest_first(goal.statement, self.proved, self.popular)),
+                            route=str(goal.file),
+                        )
+                        result = await self.executor.attempt(request, cancelled)
             except (ProverError, PrefixError) as exc:
                 result = StrategyResult(
                     Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
@@ -528,12 +542,13 @@ class GoalRun:
             if known is None:
                 continue
             async with self.governor.slot():
-                replayed = await replay_script(
-                    item.hole,
-                    item.file.tools.open_session(item.hole, item.file.text),
-                    known,
-                    self.options.budget,
-                )
+                with self.live.slot(item.hole.goal.name, str(item.hole.goal.file), source):
+                    replayed = await replay_script(
+                        item.hole,
+                        item.file.tools.open_session(item.hole, item.file.text),
+                        known,
+                        self.options.budget,
+                    )
             if replayed is not None:
                 replayed.strategy = source
                 item.report.strategy = source
@@ -550,10 +565,12 @@ class GoalRun:
             state.candidates.append((item.hole, candidate, item.goal_id))
         elif self.on_goal:
             self.on_goal(item.report)
+        self.live.done += 1
         state.pending -= 1
         if state.pending == 0:
             async with self.governor.slot():
-                await self.finish_file(state)
+                with self.live.slot(state.path.name, str(state.path), "verify"):
+                    await self.finish_file(state)
 
     async def finish_file(self, state: FileState) -> None:
         accepted = await verify_candidates(
@@ -608,5 +625,6 @@ class GoalRun:
             if self.on_goal:
                 self.on_goal(goal_report)
         state.report.written = written
+        self.live.proved += len(accepted)
         if state.report.status is FileStatus.INTERRUPTED:
             state.report.status = FileStatus.DONE

@@ -16,14 +16,21 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    StreamingResponse,
+)
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from ..ledger import Ledger, LedgerReader
-from ..scheduler.queue import difficulty
-from .charts import bar_chart, line_chart
+from .charts import PLOTLY_JS
+from .figures import overview_charts
+from .live import live_gauges, live_payload, sse_events
 from .templates import environment
 
 __all__ = ["create_app"]
@@ -54,6 +61,7 @@ class _LedgerCollector(Collector):
         for s in stats["strategies"]:
             cpu.add_metric([s["strategy"]], s["cpu_seconds"])
         yield cpu
+        yield from live_gauges(LedgerReader(self.ledger))
 
 
 def _benchmarks(results_dir: Path) -> list[dict[str, Any]]:
@@ -100,7 +108,8 @@ def create_app(
     async def require_token(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
-        if token is not None:
+        # the charting library is public code, loaded by a <script> tag that carries no token
+        if token is not None and request.url.path != "/static/plotly.min.js":
             given = request.headers.get("authorization", "").removeprefix("Bearer ").strip()
             given = given or request.query_params.get("token", "")
             if not hmac.compare_digest(given.encode(), token.encode()):
@@ -154,6 +163,28 @@ def create_app(
     def api_market() -> dict[str, Any]:
         return {"tickets": reader.tickets()}
 
+    @app.get("/api/live")
+    def api_live() -> dict[str, Any]:
+        """What running commands do now: slots, queue, CPU share and target, ETA."""
+        return live_payload(reader)
+
+    @app.get("/api/live/stream")
+    async def api_live_stream(request: Request) -> StreamingResponse:
+        """The same state as server-sent events (``event: live``), sent when it changes."""
+        return StreamingResponse(
+            sse_events(reader, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> FileResponse:
+        return FileResponse(
+            PLOTLY_JS,
+            media_type="text/javascript",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
     @app.get("/metrics")
     def metrics() -> Response:
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
@@ -167,65 +198,13 @@ def create_app(
     @app.get("/", response_class=HTMLResponse)
     def overview() -> HTMLResponse:
         stats = summary()
-        solved = reader.proofs_over_time()
-        start = solved[0][0] if solved else None
-        solved_points = [((t - start).total_seconds(), n) for t, n in solved] if start else []
-        runs = reader.runs()
-        latest = next((r for r in runs if r["summary"].get("cpu_trace")), None)
-        trace = [(t, f) for t, f in latest["summary"]["cpu_trace"]] if latest else []
-        target = latest["summary"].get("cpu_target") if latest else None
-        strategies = stats["strategies"]
-        memory = [(t, m) for t, m in latest["summary"].get("prover_rss_mb", [])] if latest else []
-        buckets: dict[str, int] = {}
-        for goal in reader.goals():
-            if goal["status"] != "proved":
-                level = difficulty(goal["statement"])
-                label = (
-                    "< 2" if level < 2 else "2–4" if level < 4 else "4–6" if level < 6 else "≥ 6"
-                )
-                buckets[label] = buckets.get(label, 0) + 1
-        order = ["< 2", "2–4", "4–6", "≥ 6"]
         return page(
             "overview.html",
             title="Overview",
             stats={**stats["holes"], "cpu_seconds": stats["cpu_seconds"], "llm": stats["llm"]},
             files=reader.files(),
-            strategies=strategies,
-            solved_chart=line_chart(
-                solved_points,
-                title="Solved over time",
-                x_label="seconds since the first proof",
-                y_label="proofs",
-            ),
-            cpu_chart=line_chart(
-                trace,
-                title="CPU of the process tree (latest run)",
-                x_label="seconds",
-                y_label="fraction of the machine",
-                y_max=1.0,
-                reference=target,
-            ),
-            strategy_chart=bar_chart(
-                [(s["strategy"], s["proved"]) for s in strategies], title="Proofs by strategy"
-            ),
-            memory_chart=line_chart(
-                memory,
-                title="Largest prover process (latest run)",
-                x_label="seconds",
-                y_label="RSS MiB",
-            ),
-            queue_chart=bar_chart(
-                [(k, buckets[k]) for k in order if k in buckets],
-                title="Open goals by estimated difficulty",
-            ),
-            cost_chart=bar_chart(
-                [
-                    (s["strategy"], s["cpu_seconds"] / s["proved"])
-                    for s in strategies
-                    if s["proved"]
-                ],
-                title="CPU seconds per proof",
-            ),
+            strategies=stats["strategies"],
+            charts=overview_charts(reader, stats["strategies"]),
         )
 
     @app.get("/goals", response_class=HTMLResponse)

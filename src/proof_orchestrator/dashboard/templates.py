@@ -15,10 +15,14 @@ nav a { margin-right: 1rem; }
 table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
 td, th { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; }
-.chart { width: 560px; max-width: 100%; border: 1px solid #ddd; margin: 0.5rem 1rem 1rem 0; }
+.chart { display: inline-block; vertical-align: top; width: 580px; max-width: 100%; border: 1px solid #ddd; margin: 0.5rem 0.75rem 0.75rem 0; }
+.chart-empty { padding: 0.5rem; width: 564px; }
+#live .live-run { border: 1px solid #9bc; padding: 0.5rem 1rem; margin: 0.5rem 0; }
+#live .live-run.dead { border-color: #c66; background: #fff4f4; }
+#live .badge { font-weight: bold; } #live .dead .badge { color: #a33; } #live .alive .badge { color: #174; }
 .proved { color: #174; } .failed { color: #a33; } .open { color: #a60; }
 .cards span { display: inline-block; border: 1px solid #ccc; padding: 0.5rem 1rem; margin-right: 0.5rem; }
-</style></head>
+</style>{% block head %}{% endblock %}</head>
 <body>
 <nav><a href="/">Overview</a><a href="/goals">Goals</a><a href="/runs">Runs</a><a href="/marketplace">Market</a>
 <a href="/docs">API</a><a href="/metrics">Metrics</a></nav>
@@ -27,7 +31,9 @@ pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; }
 </body></html>
 """
 
-_OVERVIEW = """{% extends "base.html" %}{% block body %}
+_OVERVIEW = """{% extends "base.html" %}
+{% block head %}<script src="/static/plotly.min.js"></script>{% endblock %}
+{% block body %}
 <div class="cards">
 <span>holes <b id="total">{{ stats.total }}</b></span>
 <span>proved <b id="proved">{{ stats.proved }}</b></span>
@@ -35,9 +41,11 @@ _OVERVIEW = """{% extends "base.html" %}{% block body %}
 <span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
 <span>model spend <b id="llm-cost">${{ "%.4f"|format(stats.llm.cost_usd) }}</b> ({{ stats.llm.tokens_in + stats.llm.tokens_out }} tokens)</span>
 </div>
+<h2>Running now</h2>
+<div id="live" data-source="none"><p id="live-none">Waiting for the live state…</p></div>
 <h2>Charts</h2>
-<div id="charts">{{ solved_chart|safe }}{{ cpu_chart|safe }}{{ strategy_chart|safe }}{{ cost_chart|safe }}
-{{ memory_chart|safe }}{{ queue_chart|safe }}</div>
+<div id="charts">{{ charts.solved|safe }}{{ charts.cpu|safe }}{{ charts.strategy|safe }}{{ charts.cost|safe }}
+{{ charts.memory|safe }}{{ charts.queue|safe }}</div>
 <h2>Files</h2>
 <table id="files"><tr><th>file</th><th>holes</th><th>proved</th><th>open</th></tr>
 {% for f in files %}<tr><td>{{ f.file }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}
@@ -58,13 +66,76 @@ async function refresh() {
   document.getElementById("cpu").textContent = s.cpu_seconds.toFixed(1);
 }
 setInterval(refresh, 3000);
+
+// the live panel: server-sent events from /api/live/stream, polling /api/live without them
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+function seconds(v) { return v === null || v === undefined ? "–" : v.toFixed(1) + " s"; }
+function percent(v) { return v === null || v === undefined ? "–" : (100 * v).toFixed(0) + " %"; }
+function eta(v) {
+  if (v === null || v === undefined) return "–";
+  const m = Math.floor(v / 60), s = Math.round(v % 60);
+  return m ? m + " min " + s + " s" : s + " s";
+}
+function renderLive(data) {
+  const box = document.getElementById("live");
+  box.replaceChildren();
+  if (!data.runs.length) { box.append(el("p", "", "No command is running.")); box.lastChild.id = "live-none"; return; }
+  for (const run of data.runs) {
+    const st = run.state, goals = st.goals || {total: 0, done: 0, proved: 0}, cpu = st.cpu || {};
+    const sec = el("section", "live-run " + (run.dead ? "dead" : "alive"));
+    sec.dataset.runId = run.run_id;
+    const head = el("p");
+    head.append(el("span", "badge", run.dead ? "DEAD" : "running"), " run " + run.run_id + " · orch " + run.command +
+      (st.executor ? " (" + st.executor + ")" : "") + " · heartbeat " + run.heartbeat_age_seconds.toFixed(1) + " s ago" +
+      (run.dead ? " (no heartbeat for more than " + data.stale_after_seconds + " s: the process died)" : ""));
+    sec.append(head);
+    const cards = el("div", "cards");
+    const card = (label, cls, value) => { const c = el("span"); c.append(label + " ", el("b", cls, value)); cards.append(c); };
+    card("goals done", "live-done", goals.done); card("of", "live-total", goals.total);
+    card("proved", "live-proved", goals.proved); card("queue", "live-queue", st.queue);
+    card("CPU share", "live-share", percent(cpu.measured)); card("target", "live-target", percent(cpu.target));
+    card("ETA", "live-eta", eta(st.eta_seconds));
+    sec.append(cards);
+    const table = el("table", "live-slots");
+    const hr = el("tr");
+    for (const h of ["goal", "file", "strategy", "budget", "CPU so far", "running for"]) hr.append(el("th", "", h));
+    table.append(hr);
+    for (const s of st.slots || []) {
+      const tr = el("tr", "live-slot");
+      tr.append(el("td", "slot-goal", s.goal), el("td", "slot-file", s.file.split("/").pop()),
+        el("td", "slot-strategy", s.strategy), el("td", "", s.budget_seconds ? seconds(s.budget_seconds) : "–"),
+        el("td", "slot-cpu", seconds(s.cpu_seconds)), el("td", "", seconds(s.elapsed_seconds)));
+      tr.lastChild.previousSibling.title = s.cpu_seconds === null ? "known when the attempt ends" : "";
+      table.append(tr);
+    }
+    if (!(st.slots || []).length) { const tr = el("tr"); const td = el("td", "", "no slot busy"); td.colSpan = 6; tr.append(td); table.append(tr); }
+    sec.append(table);
+    box.append(sec);
+  }
+}
+async function pollLive() {
+  const r = await fetch("/api/live" + location.search);
+  if (r.ok) renderLive(await r.json());
+}
+if (window.EventSource) {
+  const stream = new EventSource("/api/live/stream" + location.search);
+  stream.addEventListener("live", e => { document.getElementById("live").dataset.source = "sse"; renderLive(JSON.parse(e.data)); });
+} else {
+  pollLive();
+  setInterval(pollLive, 1000);
+}
 </script>
 {% endblock %}"""
 
 _GOALS = """{% extends "base.html" %}{% block body %}
 <form id="filter" method="get">
 status <select name="status" id="status-filter"><option value="">any</option>
-{% for s in ["proved", "failed", "open"] %}<option value="{{ s }}" {% if s == status %}selected{% endif %}>{{ s }}</option>{% endfor %}
+{% for s in ["proved", "open", "failed", "rejected", "error"] %}<option value="{{ s }}" {% if s == status %}selected{% endif %}>{{ s }}</option>{% endfor %}
 </select>
 file <input name="file" value="{{ file or '' }}">
 strategy <input name="strategy" value="{{ strategy or '' }}">

@@ -1,5 +1,5 @@
 """The ledger: every run, goal, attempt and verified proof, in one database."""
 
-from .store import Ledger, LedgerReader, default_ledger_url
+from .store import LIVE_STALE_SECONDS, Ledger, LedgerReader, default_ledger_url
 
-__all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
+__all__ = ["LIVE_STALE_SECONDS", "Ledger", "LedgerReader", "default_ledger_url"]

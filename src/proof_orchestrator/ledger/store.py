@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from sqlalchemy import (
     Connection,
     Engine,
     create_engine,
+    delete,
     event,
     func,
     insert,
@@ -49,6 +50,7 @@ from .models import (
     BanditArm,
     Base,
     GoalRow,
+    LiveRun,
     LlmResponse,
     Proof,
     Run,
@@ -57,7 +59,10 @@ from .models import (
     utcnow,
 )
 
-__all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
+__all__ = ["LIVE_STALE_SECONDS", "Ledger", "LedgerReader", "default_ledger_url"]
+
+#: a live run whose heartbeat is older than this is shown as dead (it publishes about every second)
+LIVE_STALE_SECONDS = 5.0
 
 
 def default_ledger_url(project_root: Path) -> str:
@@ -713,6 +718,53 @@ class Ledger:
         with self._session() as s:
             return s.get(Ticket, ticket_id)
 
+    # -- live state of running commands -----------------------------------------
+
+    def publish_live(self, run_id: int, state: dict[str, Any]) -> None:
+        """Replace the live state of ``run_id`` and beat its heartbeat: one UPSERT."""
+        now = utcnow()
+        with self._transaction() as connection:
+            connection.execute(
+                _upsert(
+                    connection, LiveRun, ("run_id",), {"heartbeat_at": now, "state": state}
+                ).values(run_id=run_id, heartbeat_at=now, state=state)
+            )
+
+    def clear_live(self, run_id: int) -> None:
+        """Forget the live state of ``run_id`` (its run ended)."""
+        with self._transaction() as connection:
+            connection.execute(delete(LiveRun).where(LiveRun.run_id == run_id))
+
+    def live_runs(self, stale_after: float = LIVE_STALE_SECONDS) -> list[dict[str, Any]]:
+        """Every published live state, oldest run first, with ``dead`` for stale heartbeats.
+
+        A run that died without clearing its row (killed, machine lost) keeps it
+        until it is cleared; its heartbeat tells it apart from a running one.
+        """
+        now = utcnow()
+        with self._transaction() as connection:
+            rows = connection.execute(
+                select(LiveRun.run_id, LiveRun.heartbeat_at, LiveRun.state, Run.command)
+                .join(Run, Run.id == LiveRun.run_id)
+                .order_by(LiveRun.run_id)
+            ).all()
+        runs = []
+        for run_id, heartbeat, state, command in rows:
+            # SQLite gives back naive datetimes; every time in the ledger is UTC
+            beat = heartbeat if heartbeat.tzinfo else heartbeat.replace(tzinfo=UTC)
+            age = max((now - beat).total_seconds(), 0.0)
+            runs.append(
+                {
+                    "run_id": run_id,
+                    "command": command,
+                    "heartbeat_at": beat.isoformat(),
+                    "heartbeat_age_seconds": round(age, 2),
+                    "dead": age > stale_after,
+                    "state": state or {},
+                }
+            )
+        return runs
+
     # -- summaries ---------------------------------------------------------------
 
     def stats(self) -> dict[str, Any]:
@@ -884,6 +936,10 @@ class LedgerReader:
                     "verified_at": _iso(proof.verified_at),
                 },
             }
+
+    def live(self) -> list[dict[str, Any]]:
+        """What running commands are doing now (see :meth:`Ledger.live_runs`)."""
+        return self.ledger.live_runs()
 
     def runs(self) -> list[dict[str, Any]]:
         with self.ledger.engine.connect() as connection:

@@ -1,0 +1,188 @@
+"""The live view of a running command: what it does now, published to the ledger.
+
+A :class:`LiveBoard` is kept up to date by the run itself (plain attribute
+writes, no I/O): the slots that hold a goal now (goal, file, strategy, budget,
+CPU used so far), the goals done, proved and in total. A
+:class:`LivePublisher` task turns it, with the queue length and the CPU
+governor's target and measured share, into one JSON document and writes it
+with :meth:`.ledger.Ledger.publish_live` (one UPSERT) about twice a second.
+The row is cleared when the run ends; a run that dies leaves a row whose
+heartbeat stops, which readers show as dead.
+
+On the Ray executor the driver publishes: its slots are the attempts in
+flight on the cluster, whose CPU is only known when they finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import LedgerError
+from .ledger import Ledger
+from .scheduler.governor import CpuGovernor
+
+__all__ = ["PUBLISH_INTERVAL", "LiveBoard", "LivePublisher", "LiveSlot"]
+
+log = logging.getLogger(__name__)
+
+#: seconds between two publications of the live state
+PUBLISH_INTERVAL = 0.5
+
+
+@dataclass(slots=True)
+class LiveSlot:
+    """One piece of work running now."""
+
+    goal: str
+    file: str
+    strategy: str
+    #: the CPU budget it was given, seconds (0 when not budgeted: replays, verification)
+    budget_seconds: float
+    #: wall-clock start (``time.time()``)
+    started_at: float
+    #: reads the CPU seconds it used so far (None until its session is open, or on Ray)
+    meter: Callable[[], float] | None = None
+
+    def as_dict(self, now: float) -> dict[str, Any]:
+        return {
+            "goal": self.goal,
+            "file": self.file,
+            "strategy": self.strategy,
+            "budget_seconds": round(self.budget_seconds, 3),
+            "cpu_seconds": round(self.meter(), 3) if self.meter is not None else None,
+            "started_at": datetime.fromtimestamp(self.started_at, UTC).isoformat(),
+            "elapsed_seconds": round(now - self.started_at, 2),
+        }
+
+
+class LiveBoard:
+    """What a run does now; updated by the run, read by the publisher."""
+
+    def __init__(self) -> None:
+        self.slots: dict[int, LiveSlot] = {}
+        self._tokens = itertools.count()
+        #: goals found in the run's files, goals finished (proved or given up), proofs verified
+        self.total = 0
+        self.done = 0
+        self.proved = 0
+        self._started = time.monotonic()
+        self._started_at = time.time()
+
+    @contextmanager
+    def slot(
+        self, goal: str, file: str, strategy: str, budget_seconds: float = 0.0
+    ) -> Iterator[LiveSlot]:
+        """Show a slot while the block runs."""
+        token = next(self._tokens)
+        entry = LiveSlot(goal, file, strategy, budget_seconds, time.time())
+        self.slots[token] = entry
+        try:
+            yield entry
+        finally:
+            del self.slots[token]
+
+    def eta_seconds(self) -> float | None:
+        """Seconds left at the pace so far (None before the first goal is done)."""
+        if not self.done:
+            return None
+        if self.total <= self.done:
+            return 0.0
+        elapsed = time.monotonic() - self._started
+        return round(elapsed / self.done * (self.total - self.done), 1)
+
+    def snapshot(self, *, queue: int, governor: CpuGovernor | None) -> dict[str, Any]:
+        """The JSON document published for this run."""
+        now = time.time()
+        share: dict[str, Any] = {"target": None, "measured": None, "last": None}
+        if governor is not None:
+            share = {
+                "target": governor.target,
+                "measured": round(governor.smoothed, 4) if governor.smoothed is not None else None,
+                "last": governor.trace[-1].fraction if governor.trace else None,
+                "session_limit": governor.limit,
+            }
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started_at": datetime.fromtimestamp(self._started_at, UTC).isoformat(),
+            "elapsed_seconds": round(now - self._started_at, 1),
+            "slots": [s.as_dict(now) for s in list(self.slots.values())],
+            "queue": queue,
+            "goals": {"total": self.total, "done": self.done, "proved": self.proved},
+            "cpu": share,
+            "eta_seconds": self.eta_seconds(),
+        }
+
+
+class LivePublisher:
+    """Writes a board's state to the ledger every ``interval`` seconds until cancelled.
+
+    It counts what publishing costs (:attr:`cpu_seconds`, the thread CPU of
+    building and writing the documents) so that runs can report it.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        run_id: int,
+        board: LiveBoard,
+        *,
+        queue_length: Callable[[], int],
+        governor: CpuGovernor | None = None,
+        extra: dict[str, Any] | None = None,
+        interval: float = PUBLISH_INTERVAL,
+    ) -> None:
+        self.ledger = ledger
+        self.run_id = run_id
+        self.board = board
+        self.queue_length = queue_length
+        self.governor = governor
+        self.extra = extra or {}
+        self.interval = interval
+        self.publishes = 0
+        self.failures = 0
+        self.cpu_seconds = 0.0
+
+    def publish(self) -> None:
+        """Publish once. A ledger that cannot be written now is logged, never fatal."""
+        started = time.thread_time()
+        try:
+            state = self.board.snapshot(queue=self.queue_length(), governor=self.governor)
+            self.ledger.publish_live(self.run_id, {**self.extra, **state})
+            self.publishes += 1
+        except LedgerError as exc:
+            self.failures += 1
+            log.warning("live state of run %s not published: %s", self.run_id, exc)
+        finally:
+            self.cpu_seconds += time.thread_time() - started
+
+    async def run(self) -> None:
+        """Publish now and then every ``interval`` seconds, until cancelled."""
+        while True:
+            self.publish()
+            await asyncio.sleep(self.interval)
+
+    def clear(self) -> None:
+        """Remove the run's live row (the run ended); a failure is logged."""
+        try:
+            self.ledger.clear_live(self.run_id)
+        except LedgerError as exc:
+            log.warning("live state of run %s not cleared: %s", self.run_id, exc)
+
+    def summary(self) -> dict[str, float]:
+        return {
+            "publishes": self.publishes,
+            "failures": self.failures,
+            "cpu_seconds": round(self.cpu_seconds, 4),
+            "interval_seconds": self.interval,
+        }

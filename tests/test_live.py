@@ -1,0 +1,92 @@
+"""The live state of running commands: the ledger's rows (SQLite and PostgreSQL) and the board."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.live import LiveBoard, LivePublisher
+from proof_orchestrator.tasks import cancel_and_wait
+
+
+def test_publish_replaces_the_state_and_clear_removes_it(any_ledger_url: str) -> None:
+    ledger = Ledger(any_ledger_url)
+    try:
+        run = ledger.start_run("fill", {}, "8.16.1")
+        other = ledger.start_run("bank", {}, "8.16.1")
+        assert ledger.live_runs() == []
+        ledger.publish_live(run, {"queue": 3, "slots": [{"goal": "a", "strategy": "micro"}]})
+        ledger.publish_live(other, {"queue": 1})
+        ledger.publish_live(run, {"queue": 2, "slots": []})  # the same row, replaced
+        live = ledger.live_runs()
+        assert [(r["run_id"], r["command"], r["state"]["queue"]) for r in live] == [
+            (run, "fill", 2),
+            (other, "bank", 1),
+        ]
+        assert not any(r["dead"] for r in live)
+        ledger.clear_live(run)
+        assert [r["run_id"] for r in ledger.live_runs()] == [other]
+        ledger.clear_live(run)  # clearing twice is harmless
+    finally:
+        ledger.close()
+
+
+def test_a_stale_heartbeat_shows_the_run_as_dead(any_ledger_url: str) -> None:
+    ledger = Ledger(any_ledger_url)
+    try:
+        run = ledger.start_run("fill", {}, "8.16.1")
+        ledger.publish_live(run, {"queue": 0})
+        time.sleep(0.3)
+        (fresh,) = ledger.live_runs(stale_after=5.0)
+        (stale,) = ledger.live_runs(stale_after=0.1)
+        assert not fresh["dead"]
+        assert stale["dead"]
+        assert stale["heartbeat_age_seconds"] >= 0.3
+        ledger.publish_live(run, {"queue": 0})  # a new heartbeat revives it
+        assert not ledger.live_runs(stale_after=0.2)[0]["dead"]
+    finally:
+        ledger.close()
+
+
+def test_board_counts_slots_goals_and_eta() -> None:
+    board = LiveBoard()
+    board.total = 4
+    with board.slot("a", "/p/A.v", "micro", 10.0) as slot:
+        slot.meter = lambda: 1.25
+        with board.slot("b", "/p/A.v", "induction", 10.0):
+            state = board.snapshot(queue=2, governor=None)
+            assert [(s["goal"], s["strategy"]) for s in state["slots"]] == [
+                ("a", "micro"),
+                ("b", "induction"),
+            ]
+            assert state["slots"][0]["cpu_seconds"] == 1.25
+            assert state["slots"][1]["cpu_seconds"] is None  # no session open yet
+            assert state["eta_seconds"] is None  # nothing done: no pace yet
+    board.done = 2
+    state = board.snapshot(queue=2, governor=None)
+    assert state["slots"] == []
+    assert state["queue"] == 2
+    assert state["goals"] == {"total": 4, "done": 2, "proved": 0}
+    assert state["eta_seconds"] is not None
+    assert state["eta_seconds"] >= 0
+
+
+async def test_publisher_beats_until_cancelled_and_counts_its_cost(tmp_path: Path) -> None:
+    ledger = Ledger(f"sqlite:///{tmp_path / 'l.sqlite'}")
+    try:
+        run = ledger.start_run("fill", {}, "")
+        board = LiveBoard()
+        publisher = LivePublisher(ledger, run, board, queue_length=lambda: 7, interval=0.05)
+        task = asyncio.create_task(publisher.run())
+        await asyncio.sleep(0.3)
+        await cancel_and_wait(task)
+        assert publisher.publishes >= 3
+        assert publisher.cpu_seconds > 0
+        (row,) = ledger.live_runs()
+        assert row["state"]["queue"] == 7
+        publisher.clear()
+        assert ledger.live_runs() == []
+    finally:
+        ledger.close()
