@@ -50,14 +50,26 @@ def _cpu() -> float:
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def _flags(root: Path, path: Path) -> list[str]:
-    """The prelude is not loaded for Init/ files, as when the stdlib is built."""
+def _flags(root: Path, path: Path, topfile: bool) -> list[str]:
+    """The prelude is not loaded for Init/ files, as when the stdlib is built.
+
+    ``topfile``: name the toplevel module as coqc names the file
+    (``Coq.Classes.Morphisms``), not ``Top`` as ``orch fill``'s sessions do.
+    A few stdlib files need that (tactics that look for their own module).
+    """
     rel = path.relative_to(root)
-    return ["-noinit"] if rel.parts[0] == "Init" and root.name == "theories" else []
+    flags = ["-noinit"] if rel.parts[0] == "Init" and root.name == "theories" else []
+    return [*flags, "-topfile", str(path)] if topfile else flags
 
 
 async def sweep_file(
-    root: Path, path: Path, *, file_seconds: float, load_timeout: float, replay: bool
+    root: Path,
+    path: Path,
+    *,
+    file_seconds: float,
+    load_timeout: float,
+    replay: bool,
+    topfile: bool = False,
 ) -> dict[str, Any]:
     """Open a session at each Qed proof of ``path``; one journal record."""
     started = time.monotonic()
@@ -74,7 +86,7 @@ async def sweep_file(
         holes = []
     record["proofs"] = len(holes)
     settings = CoqSettings(load_timeout=load_timeout, max_idle=1)
-    prover = CoqProver(_flags(root, path), cwd=str(path.parent), settings=settings)
+    prover = CoqProver(_flags(root, path, topfile), cwd=str(path.parent), settings=settings)
     try:
         for index, (hole, script) in enumerate(holes):
             if time.monotonic() - started > file_seconds:
@@ -230,6 +242,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 file_seconds=args.file_seconds,
                 load_timeout=args.load_timeout,
                 replay=args.replay,
+                topfile=args.topfile,
             )
             _append(journal, record)
             print(
@@ -259,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="substrings of relative paths")
     parser.add_argument("--replay", action="store_true", help="also run each script and Qed")
     parser.add_argument("--summary-only", action="store_true")
+    parser.add_argument(
+        "--topfile", action="store_true", help="name the toplevel module as coqc names the file"
+    )
     return asyncio.run(main_async(parser.parse_args(argv)))
 
 
