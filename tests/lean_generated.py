@@ -114,7 +114,7 @@ def lean_sources(draw: st.DrawFn) -> GeneratedLean:
             pieces.append(f"lemma w{i} : True := by\n  exact @@M@@")
             marks.append(("M", False))
         elif kind == "focus":
-            pieces.append(f"example : 2 = 2 ∧ True := ⟨@@M@@, by @@T@@⟩")
+            pieces.append("example : 2 = 2 ∧ True := ⟨@@M@@, by @@T@@⟩")
             marks += [("M", False), ("T", True)]
         else:
             pieces.append(draw(st.sampled_from(_DECOYS)).replace("{i}", str(i)))

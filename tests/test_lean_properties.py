@@ -9,6 +9,7 @@ leaves the rest of the text alone.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -98,7 +99,7 @@ def test_comments_at_line_ends_keep_the_repl_sorry_positions(data: st.DataObject
 def test_every_recorded_command_lexes_into_ordered_tokens() -> None:
     for command, _, _ in RECORDED:
         tokens = lex(command)
-        assert all(a.end <= b.start for a, b in zip(tokens, tokens[1:], strict=False))
+        assert all(a.end <= b.start for a, b in itertools.pairwise(tokens))
         assert all(command[t.start : t.end] == t.text for t in tokens)
 
 
@@ -110,7 +111,7 @@ def test_generated_holes_are_found_exactly(source: GeneratedLean) -> None:
     assert tuple(h.tactic_mode for h in holes) == source.tactic
     assert all(source.text[h.proof_start : h.proof_end] == "sorry" for h in holes)
     tokens = lex(source.text)
-    assert all(a.end <= b.start for a, b in zip(tokens, tokens[1:], strict=False))
+    assert all(a.end <= b.start for a, b in itertools.pairwise(tokens))
     assert all(source.text[t.start : t.end] == t.text for t in tokens)
 
 
