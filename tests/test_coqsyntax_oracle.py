@@ -87,6 +87,19 @@ def test_declared_tokens_come_from_notation_strings() -> None:
     assert declared_tokens("Local Notation \"x '=.' y\" := (x = y) (at level 70).") == {"=."}
     assert declared_tokens('Notation "[ x ; .. ; y ]" := (cons x .. (cons y nil) ..).') == set()
     assert declared_tokens('Definition s := "a +. b".') == set()
+    assert declared_tokens('Tactic Notation "go." constr(x) := exact x.') == {"go."}
+
+
+def test_strings_of_attributes_and_abbreviations_declare_no_token() -> None:
+    # found by the sweep over theories/ (Reals/RIneq.v): a deprecation note ending
+    # with "Rinv_mult." made "rewrite Rinv_mult." run on into the next sentences
+    assert declared_tokens('#[deprecated(note="Use Rinv_mult.")] Notation a := b.') == set()
+    assert declared_tokens('Notation x := "y." (only parsing).') == set()
+    text = (
+        '#[deprecated(since="8.16",note="Use eq_refl.")]\nNotation my_refl := eq_refl.\n'
+        "Lemma l : 1 = 1.\nProof.\n  apply eq_refl.\n  Show.\nQed."
+    )
+    assert spans(text) == coq_sentence_spans(text)
 
 
 @settings(

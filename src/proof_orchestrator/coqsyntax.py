@@ -44,8 +44,11 @@ __all__ = [
 #: whatever follows it (``process_sequence`` in Coq's lexer)
 _BULLET = re.compile(r"-+|\++|\*+")
 #: commands whose strings declare new tokens
+#: commands whose strings declare new tokens: after attributes (whose strings, such as
+#: ``note="Use foo."``, declare nothing), the keyword, then the notation's string
 _DECLARES_TOKENS = re.compile(
-    r"(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Reserved|Tactic|Polymorphic)\s+)*(?:Notation|Infix)\b"
+    r"(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Reserved|Polymorphic)\s+)*"
+    r"(?P<tactic>Tactic\s+)?(?:Notation|Infix)\s+(?=\")"
 )
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[[A-Za-z_][\w']*\])\s*:\s*\{")
@@ -156,11 +159,23 @@ def _token_starts(text: str, k: int) -> bool:
 
 
 def declared_tokens(code: str) -> frozenset[str]:
-    """Symbols ending with a period that a ``Notation``/``Infix`` sentence declares."""
-    if not _DECLARES_TOKENS.match(code):
+    """Symbols ending with a period that a ``Notation``/``Infix`` sentence declares.
+
+    Only the notation's own string counts (for a ``Tactic Notation``, every
+    string before ``:=``); an abbreviation (``Notation x := ...``) declares
+    no token.
+    """
+    match = _DECLARES_TOKENS.match(code)
+    if match is None:
         return frozenset()
+    rest = code[match.end() :]
+    if match.group("tactic"):
+        literals = _STRING.findall(rest.split(":=", 1)[0])
+    else:
+        first = _STRING.match(rest)
+        literals = [first.group()] if first else []
     found: set[str] = set()
-    for literal in _STRING.findall(code):
+    for literal in literals:
         for word in literal[1:-1].replace('""', '"').split():
             word = word.strip("'")
             if word.endswith(".") and word.strip("."):
