@@ -154,6 +154,7 @@ def sentences(draw: st.DrawFn, index: int) -> str:
                 "recursive",
                 "qualified",
                 "ellipsis_def",
+                "deprecated",
             ]
         )
     )
@@ -191,6 +192,14 @@ def sentences(draw: st.DrawFn, index: int) -> str:
         )
     if kind == "qualified":
         return f"Check{sp}Nat.add. Check List.map{sp}."
+    if kind == "deprecated":
+        # strings of attributes declare no token (found by the sweep, Reals/RIneq.v)
+        return (
+            f"Definition {name} := 0.\n"
+            f'#[deprecated(since="8.16",note="Use {name}.")]\nNotation old{index} := {name}.'
+            + draw(gaps())
+            + f"Check {name}.{sp}Check old{index}."
+        )
     # a definition closed by an ellipsis tactic and Defined (issue 14)
     return f"Definition {name} : forall x : nat, x = x.\nProof with auto.\n  intros x...\nDefined."
 
