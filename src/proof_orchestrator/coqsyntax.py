@@ -23,7 +23,8 @@ the oracle (``tests/coq_oracle.py``):
 * a symbol declared in the text by ``Notation``/``Infix``/``Tactic Notation``
   that ends with a period (``Infix "+." ...``) is one token for Coq, so
   ``1 +. 2`` does not end there. Symbols declared in *other* files that end
-  with a period cannot be seen here (none exist in Coq's standard library).
+  with a period cannot be seen here (Coq 8.16's standard library declares
+  none; the sweep ``bench/sweep_sessions.py`` checks the whole of it).
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ from .errors import SourceSyntaxError
 __all__ = [
     "Sentence",
     "declared_tokens",
-    "one_sentence", "sentence_keyword", "split_sentences",
+    "one_sentence",
+    "sentence_keyword",
+    "split_sentences",
     "strip_comments",
 ]
 
 #: at the start of a sentence Coq reads a run of one bullet character as a bullet,
 #: whatever follows it (``process_sequence`` in Coq's lexer)
 _BULLET = re.compile(r"-+|\++|\*+")
-#: commands whose strings declare new tokens
 #: commands whose strings declare new tokens: after attributes (whose strings, such as
 #: ``note="Use foo."``, declare nothing), the keyword, then the notation's string
 _DECLARES_TOKENS = re.compile(
