@@ -313,6 +313,7 @@ def _fill_json(report: FillReport) -> dict[str, Any]:
         "run_id": report.run_id,
         "prover_version": report.prover_version,
         "proved": report.proved,
+        "errors": report.errors,
         "goals": len(report.goals),
         "cpu_seconds": round(report.cpu_seconds, 3),
         "wall_seconds": round(report.wall_seconds, 3),

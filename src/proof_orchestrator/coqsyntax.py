@@ -10,6 +10,21 @@ The lexer honours everything that can hide a period: nested comments
 ``(* (* *) *)`` (strings inside comments are lexed too, as Coq does), strings
 with doubled quotes ``"a "" b"``, qualified names ``List.map``, numbers ``1.5``
 and the ``..`` of recursive notations.
+
+It follows Coq's own lexer (``clexer.ml``) where the two could disagree, with
+``coqc -time`` (which prints the character span of every sentence it runs) as
+the oracle (``tests/coq_oracle.py``):
+
+* ``tac...`` (the ellipsis of ``Proof with``) ends a sentence, as ``.`` does:
+  a run of one or three periods followed by a blank or the end of the text.
+  A run of two (``..``) never does.
+* at the start of a sentence, ``-``, ``+`` and ``*`` (and their repetitions)
+  are bullets whatever follows them: ``-simpl.`` is two sentences.
+* a symbol declared in the text by ``Notation``/``Infix``/``Tactic Notation``
+  that ends with a period (``Infix "+." ...``) is one token for Coq, so
+  ``1 +. 2`` does not end there. Symbols declared in *other* files that end
+  with a period cannot be seen here (Coq 8.16's standard library declares
+  none; the sweep ``bench/sweep_sessions.py`` checks the whole of it).
 """
 
 from __future__ import annotations
@@ -19,9 +34,25 @@ from dataclasses import dataclass, field
 
 from .errors import SourceSyntaxError
 
-__all__ = ["Sentence", "one_sentence", "sentence_keyword", "split_sentences", "strip_comments"]
+__all__ = [
+    "Sentence",
+    "declared_tokens",
+    "one_sentence",
+    "sentence_keyword",
+    "split_sentences",
+    "strip_comments",
+]
 
-_BULLET = re.compile(r"(?:-+|\++|\*+)(?=\s|$|\(\*)")
+#: at the start of a sentence Coq reads a run of one bullet character as a bullet,
+#: whatever follows it (``process_sequence`` in Coq's lexer)
+_BULLET = re.compile(r"-+|\++|\*+")
+#: commands whose strings declare new tokens: after attributes (whose strings, such as
+#: ``note="Use foo."``, declare nothing), the keyword, then the notation's string
+_DECLARES_TOKENS = re.compile(
+    r"(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Reserved|Polymorphic)\s+)*"
+    r"(?P<tactic>Tactic\s+)?(?:Notation|Infix)\s+(?=\")"
+)
+_STRING = re.compile(r'"(?:[^"]|"")*"')
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[[A-Za-z_][\w']*\])\s*:\s*\{")
 
 
@@ -98,13 +129,62 @@ def _skip_blank(text: str, i: int) -> int:
     return i
 
 
-def _is_terminator(text: str, i: int) -> bool:
-    """Is the period at ``text[i]`` the end of a sentence?"""
+def _dot_run(text: str, i: int) -> int:
+    """``text[i] == '.'``; the index just past the run of periods starting there."""
     n = len(text)
-    if i + 1 < n and not (text[i + 1].isspace() or text.startswith("(*", i + 1)):
-        return False  # List.map, 1.5, .., ...
-    # a period preceded by another period belongs to `..` (recursive notations)
-    return not (i > 0 and text[i - 1] == ".")
+    j = i
+    while j < n and text[j] == ".":
+        j += 1
+    return j
+
+
+def _ends_sentence(text: str, i: int, j: int, tokens: frozenset[str]) -> bool:
+    """Does the run of periods ``text[i:j]`` end a sentence?
+
+    Coq ends a sentence at ``.`` or ``...`` followed by a blank (or the end of
+    the text, or, leniently, a comment, which coqc itself rejects). ``..`` is
+    the token of recursive notations, and a declared symbol ending with a
+    period (``+.``) swallows it.
+    """
+    n = len(text)
+    if j < n and not (text[j].isspace() or text.startswith("(*", j)):
+        return False  # List.map, 1.5, x.(f), ..)
+    if j - i not in (1, 3):
+        return False
+    return not any(
+        text.startswith(token, j - len(token)) and _token_starts(text, j - len(token))
+        for token in tokens
+    )
+
+
+def _token_starts(text: str, k: int) -> bool:
+    """Can a symbol token start at ``text[k]`` (Coq lexes symbols greedily from there)?"""
+    return k == 0 or text[k - 1].isspace() or text[k - 1].isalnum() or text[k - 1] in "_'()[]{}\""
+
+
+def declared_tokens(code: str) -> frozenset[str]:
+    """Symbols ending with a period that a ``Notation``/``Infix`` sentence declares.
+
+    Only the notation's own string counts (for a ``Tactic Notation``, every
+    string before ``:=``); an abbreviation (``Notation x := ...``) declares
+    no token.
+    """
+    match = _DECLARES_TOKENS.match(code)
+    if match is None:
+        return frozenset()
+    rest = code[match.end() :]
+    if match.group("tactic"):
+        literals = _STRING.findall(rest.split(":=", 1)[0])
+    else:
+        first = _STRING.match(rest)
+        literals = [first.group()] if first else []
+    found: set[str] = set()
+    for literal in literals:
+        for word in literal[1:-1].replace('""', '"').split():
+            word = word.strip("'")
+            if word.endswith(".") and word.strip("."):
+                found.add(word)
+    return frozenset(found)
 
 
 def split_sentences(text: str) -> list[Sentence]:
@@ -114,6 +194,7 @@ def split_sentences(text: str) -> list[Sentence]:
     for trailing text that does not end with a period.
     """
     sentences: list[Sentence] = []
+    tokens: frozenset[str] = frozenset()
     n = len(text)
     i = _skip_blank(text, 0)
     while i < n:
@@ -143,10 +224,15 @@ def split_sentences(text: str) -> list[Sentence]:
                 i = _skip_comment(text, i)
             elif ch == '"':
                 i = _skip_string(text, i)
-            elif ch == "." and _is_terminator(text, i):
-                i += 1
-                sentences.append(Sentence(text[start:i], start, i))
-                break
+            elif ch == ".":
+                j = _dot_run(text, i)
+                if _ends_sentence(text, i, j, tokens):
+                    sentence = Sentence(text[start:j], start, j)
+                    sentences.append(sentence)
+                    tokens |= declared_tokens(sentence.code)
+                    i = j
+                    break
+                i = j
             else:
                 i += 1
         i = _skip_blank(text, i)

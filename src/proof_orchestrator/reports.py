@@ -98,6 +98,11 @@ class FillReport:
         return sum(1 for g in self.goals if g.outcome is Outcome.PROVED)
 
     @property
+    def errors(self) -> int:
+        """Goals whose every attempt (retried once) ended in a prover error."""
+        return sum(1 for g in self.goals if g.outcome is Outcome.ERROR)
+
+    @property
     def cpu_seconds(self) -> float:
         return sum(g.cpu_seconds for g in self.goals) + sum(
             f.verify_cpu_seconds for f in self.files
@@ -141,6 +146,7 @@ def summarize(report: FillReport) -> dict[str, object]:
         "files": len(report.files),
         "goals": len(report.goals),
         "proved": report.proved,
+        "errors": report.errors,
         "cpu_seconds": round(report.cpu_seconds, 3),
         "wall_seconds": round(report.wall_seconds, 3),
         "interrupted": report.interrupted,

@@ -230,6 +230,8 @@ class GoalItem:
     budgets: dict[str, float]
     revisits: int = 0
     replayed: bool = False
+    #: the strategies that ended in a prover error have had their one retry
+    error_retried: bool = False
 
 
 class GoalRun:
@@ -362,6 +364,15 @@ class GoalRun:
             return await self.attempt(item, name, klass)
 
         outcome = await race(ranked, self.options.orch.portfolio, attempt)
+        errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
+        if outcome.winner is None and errored and not item.error_retried:
+            # a prover error says nothing about the goal: those strategies go once more,
+            # each in a fresh session (a broken prover never goes back to the pool)
+            item.error_retried = True
+            retry = await race(errored, self.options.orch.portfolio, attempt)
+            outcome.results.update(retry.results)
+            outcome.winner = retry.winner
+            outcome.cancelled += retry.cancelled
         if outcome.winner is not None:
             result = outcome.results[outcome.winner]
             try:
@@ -391,15 +402,16 @@ class GoalRun:
         if hints:
             item.report.message = hints[0]  # the user can allow the import and run again
         worst = [r.outcome for r in outcome.results.values()]
-        item.report.outcome = (
-            Outcome.TIMEOUT
-            if Outcome.TIMEOUT in worst
-            else (
-                Outcome.ERROR
-                if worst and all(o is Outcome.ERROR for o in worst)
-                else Outcome.FAILED
-            )
-        )
+        if worst and all(o is Outcome.ERROR for o in worst):
+            # every attempt, retried, broke the prover: an error, never a failure
+            item.report.outcome = Outcome.ERROR
+            item.report.message = "; ".join(
+                f"{name}: {result.message}" for name, result in outcome.results.items()
+            )[:2000]
+            self.ledger.set_goal_status(item.goal_id, Outcome.ERROR.value)
+            await self.goal_done(item, None)
+            return
+        item.report.outcome = Outcome.TIMEOUT if Outcome.TIMEOUT in worst else Outcome.FAILED
         if doubled and item.revisits < MAX_REVISITS_PER_RUN:
             item.budgets = doubled
             item.revisits += 1
