@@ -179,6 +179,7 @@ async def fill(
         raise
     finally:
         if executor is not None:
+            report.nodes = executor.node_stats()
             with contextlib.suppress(Exception):
                 report.worker_stats = await executor.worker_stats()
             await executor.aclose()
@@ -190,6 +191,8 @@ async def fill(
         summary["executor"] = options.orch.executor
         if report.worker_stats:
             summary["workers"] = report.worker_stats
+        if report.nodes:
+            summary["nodes"] = report.nodes
         summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
         summary["prover_rss_mb"] = [
             [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace

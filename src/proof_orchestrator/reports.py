@@ -84,6 +84,8 @@ class FillReport:
     prover_version: str = ""
     #: per remote worker (Ray executor): pid, attempts served, CPU of its process tree
     worker_stats: list[dict[str, Any]] = field(default_factory=list)
+    #: per Ray node: attempts, warm share, prover CPU, lost (the Ray executor only)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def goals(self) -> list[GoalReport]:
