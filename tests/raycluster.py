@@ -54,6 +54,8 @@ class Node:
     name: str
     process: subprocess.Popen[bytes]
     log: Path
+    #: the raylet's port (Ray reports it as a node's ``NodeManagerPort``)
+    node_manager_port: int
 
     def pids(self) -> list[int]:
         """Every live process of this node: its group (raylet, agents) and their descendants.
@@ -82,8 +84,9 @@ class LocalCluster:
     def add_node(self, num_cpus: int, *, head: bool = False) -> Node:
         name = "head" if head else f"node{len(self.nodes)}"
         log = self.temp / f"{name}.log"
+        manager = free_port()
         ports = [
-            f"--node-manager-port={free_port()}",
+            f"--node-manager-port={manager}",
             f"--object-manager-port={free_port()}",
             f"--metrics-export-port={free_port()}",
             f"--dashboard-agent-listen-port={free_port()}",
@@ -118,7 +121,7 @@ class LocalCluster:
                 env=self.env,
                 start_new_session=True,
             )
-        node = Node(name, process, log)
+        node = Node(name, process, log, manager)
         self.nodes.append(node)
         return node
 
