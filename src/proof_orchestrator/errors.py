@@ -21,16 +21,20 @@ cannot be opened.
     ├── ProjectError                user files
     │   ├── PathNotFound            a path given by the user does not exist
     │   ├── SourceSyntaxError       a file cannot be split into sentences
-    │   └── FileChangedError        a file changed on disk while we worked on it
+    │   ├── FileChangedError        a file changed on disk while we worked on it
+    │   └── FileWriteError          writing a file failed (disk full, I/O error); it is unchanged
     ├── ScriptRejected              a candidate proof script is not allowed
     └── LedgerError                 the ledger cannot be opened or written
+        └── LedgerUnavailable       the database stayed unreachable past the retry limit
 """
 
 from __future__ import annotations
 
 __all__ = [
     "FileChangedError",
+    "FileWriteError",
     "LedgerError",
+    "LedgerUnavailable",
     "OrchError",
     "PathNotFound",
     "ProjectError",
@@ -118,9 +122,24 @@ class FileChangedError(ProjectError):
     """A file changed on disk between reading it and writing a proof into it."""
 
 
+class FileWriteError(ProjectError):
+    """Writing a file failed (``ENOSPC``, ``EIO``, ...); the file holds its old bytes.
+
+    ``errno`` is the operating system's error number.
+    """
+
+    def __init__(self, message: str, errno: int | None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
 class ScriptRejected(OrchError):
     """A candidate proof script contains something that is never allowed."""
 
 
 class LedgerError(OrchError):
     """The ledger database cannot be opened, migrated or written."""
+
+
+class LedgerUnavailable(LedgerError):
+    """The ledger's database could not be reached for longer than the retry policy allows."""

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import OrchError, PathNotFound, ProverNotFound
+from .errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound
 from .executors import RayExecutor
 from .goals import Outcome
 from .ledger import Ledger
@@ -158,6 +158,7 @@ async def fill(
     run.on_write = on_write
     tools: dict[tuple[str, ...], Tools] = {}
     status = "finished"
+    error: OrchError | None = None
     executor: RayExecutor | None = None
     try:
         if options.orch.executor == "ray":
@@ -173,10 +174,17 @@ async def fill(
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
             finally:
                 sampler.cancel()
-    except BaseException:
-        status = "interrupted"
-        report.interrupted = True
-        raise
+    except BaseException as exc:
+        failure = _orch_error(exc)
+        if failure is None:
+            status = "interrupted"
+            report.interrupted = True
+            raise
+        # a broken part (ledger unreachable, disk full...) stops the run: the
+        # error itself is raised, not the task group around it
+        status = "failed"
+        error = failure
+        raise failure from exc
     finally:
         if executor is not None:
             report.nodes = executor.node_stats()
@@ -197,8 +205,24 @@ async def fill(
         summary["prover_rss_mb"] = [
             [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace
         ]
-        ledger.finish_run(report.run_id, status, summary)
+        summary["attempts_recorded"] = run.recorded
+        if error is not None:
+            summary["error"] = str(error)
+        if not isinstance(error, LedgerUnavailable):
+            ledger.finish_run(report.run_id, status, summary)
     return report
+
+
+def _orch_error(exc: BaseException) -> OrchError | None:
+    """The first :class:`OrchError` in ``exc`` (itself, or inside nested task groups)."""
+    if isinstance(exc, OrchError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _orch_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _versions(files: Sequence[Path], options: FillOptions) -> str:

@@ -45,6 +45,8 @@ class FileStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"
     #: the prover this file needs (Coq or Lean) is not installed; skipped
     NO_PROVER = "no_prover"
+    #: writing the proofs failed (disk full, I/O error); the file is unchanged
+    WRITE_FAILED = "write_failed"
 
 
 @dataclass(slots=True)
