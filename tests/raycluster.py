@@ -99,6 +99,8 @@ class LocalCluster:
                 f"--port={self.address.rsplit(':', 1)[1]}",
                 f"--temp-dir={self.temp}",
                 "--include-dashboard=false",
+                # the minimal dashboard process still starts, by default on port 8265
+                f"--dashboard-port={free_port()}",
             ]
             if head
             else [f"--address={self.address}"]
