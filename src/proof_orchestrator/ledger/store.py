@@ -46,6 +46,8 @@ from ..scheduler.bandit import ArmStats
 from .models import Attempt, BanditArm, Base, GoalRow, Proof, Run, TacticCache, Ticket, utcnow
 from .retry import RetryPolicy, call_with_retries
 
+__all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
+
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -58,8 +60,6 @@ def _retrying(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatena
         return self._call(lambda: method(self, *args, **kwargs))
 
     return wrapper
-
-__all__ = ["Ledger", "LedgerReader", "default_ledger_url"]
 
 
 def default_ledger_url(project_root: Path) -> str:
