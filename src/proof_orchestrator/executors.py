@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,6 +119,9 @@ class NodeTally:
 
 #: how many times one attempt is sent again after the actor it went to was lost
 MAX_RESENDS = 5
+#: how long an attempt waits for some actor to answer while actors are unreachable
+#: (Ray declares a node dead after its health checks fail: about 30 s by default)
+UNAVAILABLE_SECONDS = 300.0
 
 
 def make_strategies(popular: Sequence[str]) -> list[Strategy]:
@@ -253,6 +257,8 @@ class _Actor:
     node_id: str
     busy: int = 0
     routes: set[str] = field(default_factory=set)
+    #: unreachable until then (restarting, or its node is dying): others are picked first
+    suspect_until: float = 0.0
 
 
 class RayExecutor:
@@ -338,9 +344,14 @@ class RayExecutor:
         self._started_ray = True
 
     def _pick(self, route: str) -> _Actor:
-        """The actor that already has this file warm, unless another is much less busy."""
-        warm = [a for a in self.actors if route and route in a.routes]
-        idle = min(self.actors, key=lambda a: a.busy)
+        """The actor that already has this file warm, unless another is much less busy.
+
+        Actors that were just unreachable are picked only when no other is left.
+        """
+        now = time.monotonic()
+        candidates = [a for a in self.actors if a.suspect_until <= now] or self.actors
+        warm = [a for a in candidates if route and route in a.routes]
+        idle = min(candidates, key=lambda a: a.busy)
         chosen = warm[0] if warm and warm[0].busy <= idle.busy + 1 else idle
         if route:
             chosen.routes.add(route)
@@ -353,7 +364,9 @@ class RayExecutor:
         import ray
         from ray.exceptions import ActorUnavailableError, ActorUnschedulableError, RayActorError
 
-        for _ in range(MAX_RESENDS + 1):
+        lost = 0
+        deadline = time.monotonic() + UNAVAILABLE_SECONDS
+        while True:
             if not self.actors:
                 raise ExecutorError(
                     "no Ray node is left to run attempts on (every actor was lost); "
@@ -371,13 +384,27 @@ class RayExecutor:
                     on_cancel(0.0)
                 raise
             except ActorUnavailableError as exc:
-                # restarting on its node: try again (on it, or on a less busy one)
+                # restarting on its node, or its node is dying and not yet declared dead:
+                # its files go elsewhere, and it is picked last for a while
+                if time.monotonic() > deadline:
+                    raise ExecutorError(
+                        f"no Ray actor answered for {UNAVAILABLE_SECONDS:.0f} s; check the "
+                        "cluster with `ray status`, then run the same command again to resume"
+                    ) from exc
                 log.warning("Ray actor on node %s unavailable (%s); resending", actor.node_id, exc)
-                await asyncio.sleep(1.0)
+                actor.routes.discard(request.route)
+                actor.suspect_until = time.monotonic() + 5.0
+                await asyncio.sleep(0.5)
                 continue
             except (ActorUnschedulableError, RayActorError) as exc:
                 # pinned to a node that died (unschedulable), or dead past its restarts
                 self._drop(actor, exc)
+                lost += 1
+                if lost > MAX_RESENDS:
+                    raise ExecutorError(
+                        f"an attempt on {request.hole.goal.name} was lost {lost} times with "
+                        "its Ray actor; check the cluster with `ray status`"
+                    ) from exc
                 continue
             finally:
                 actor.busy -= 1
@@ -387,10 +414,6 @@ class RayExecutor:
                 tally.warm += int(done.warm)
                 tally.prover_cpu_seconds += done.result.cpu_seconds
             return done.result
-        raise ExecutorError(
-            f"an attempt on {request.hole.goal.name} was lost {MAX_RESENDS + 1} times "
-            "with its Ray actor; check the cluster with `ray status`"
-        )
 
     def _drop(self, actor: _Actor, exc: BaseException) -> None:
         """An actor is gone for good (its node died): its files go to the other actors."""
