@@ -28,7 +28,7 @@ ledger do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -77,6 +77,8 @@ __all__ = [
     "fill",
 ]
 
+
+log = logging.getLogger(__name__)
 
 #: folders never searched for sources (build output and Lake's package checkouts)
 _SKIPPED_FOLDERS = frozenset({"_build", "build", "lake-packages", "node_modules"})
@@ -188,8 +190,10 @@ async def fill(
     finally:
         if executor is not None:
             report.nodes = executor.node_stats()
-            with contextlib.suppress(Exception):
+            try:
                 report.worker_stats = await executor.worker_stats()
+            except Exception as exc:
+                log.warning("the Ray workers' figures could not be collected: %r", exc)
             await executor.aclose()
         for project_tools in tools.values():
             await project_tools.aclose()
