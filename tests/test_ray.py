@@ -52,7 +52,7 @@ def _bank_copy(folder: Path, names: tuple[str, ...] = ()) -> Path:
     return folder
 
 
-def _fill(folder: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
+def _fill(folder: Path, db: Path, *extra: str, cpu: str = "1.0") -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -64,7 +64,7 @@ def _fill(folder: Path, db: Path, *extra: str) -> subprocess.Popen[str]:
             "--db",
             f"sqlite:///{db}",
             "--cpu-target",
-            "1.0",
+            cpu,
             *extra,
         ],
         stdout=subprocess.PIPE,
@@ -129,20 +129,23 @@ def test_a_node_killed_mid_run_on_three_nodes_changes_nothing_in_the_result(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     # quick tactics (profile 0): the two runs must prove the same lemmas, which
-    # budget-bound search under different load need not; search on Ray is tested below
-    local = _fill(_bank_copy(tmp_path / "local"), tmp_path / "local.db", "--profile", "0")
+    # budget-bound search under different load need not; search on Ray is tested below.
+    # Coq's Timeout counts wall time: a 2 s tactic timeout, and each of the three nodes
+    # held to half the machine, keep a loaded machine from timing out a quick tactic
+    quick = ("--profile", "0", "--tactic-timeout", "2")
+    local = _fill(_bank_copy(tmp_path / "local"), tmp_path / "local.db", *quick)
     local_out, local_err = local.communicate(timeout=900)
     assert local.returncode == 0, local_err[-2000:]
     db = tmp_path / "ray.db"
     remote = _fill(
         _bank_copy(tmp_path / "ray"),
         db,
-        "--profile",
-        "0",
+        *quick,
         "--executor",
         "ray",
         "--ray-address",
         cluster.address,
+        cpu="0.5",
     )
     # kill a node that is not the head, with its raylet and its workers, mid-run
     _wait_for_attempts(db, remote, 25)
