@@ -18,6 +18,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -37,9 +38,53 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+@dataclass(slots=True)
+class PostgresServer:
+    """A running server: its URL, and how to stop and start it again (same data, same port)."""
+
+    url: str
+    runner: list[str]
+    pg_ctl: str
+    data: Path
+    options: str
+    log: Path
+
+    def start(self) -> None:
+        subprocess.run(
+            [
+                *self.runner,
+                self.pg_ctl,
+                "-D",
+                str(self.data),
+                "-o",
+                self.options,
+                "-l",
+                str(self.log),
+                "-w",
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        subprocess.run(
+            [*self.runner, self.pg_ctl, "-D", str(self.data), "-m", mode, "-w", "stop"],
+            check=True,
+            capture_output=True,
+        )
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
     """Start a server; yield the SQLAlchemy URL of its `postgres` database."""
+    with postgres_instance() as server:
+        yield server.url
+
+
+@contextmanager
+def postgres_instance() -> Iterator[PostgresServer]:
+    """Start a server of our own; yield it (tests may stop and start it)."""
     initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.skip(
@@ -56,34 +101,26 @@ def postgres_server() -> Iterator[str]:
         os.chown(folder, user.pw_uid, user.pw_gid)
         runner = ["runuser", "-u", "postgres", "--"]
     data, port = folder / "data", _free_port()
+    server = PostgresServer(
+        f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
+        runner,
+        pg_ctl,
+        data,
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off",
+        folder / "log",
+    )
     try:
         subprocess.run(
             [*runner, initdb, "-D", str(data), "-A", "trust", "-U", "postgres", "--no-sync"],
             check=True,
             capture_output=True,
         )
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off"
-        subprocess.run(
-            [
-                *runner,
-                pg_ctl,
-                "-D",
-                str(data),
-                "-o",
-                options,
-                "-l",
-                str(folder / "log"),
-                "-w",
-                "start",
-            ],
-            check=True,
-            capture_output=True,
-        )
+        server.start()
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(folder, ignore_errors=True)
         pytest.skip(f"PostgreSQL could not be started: {exc.stderr.decode()[-300:]}")
     try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+        yield server
     finally:
         subprocess.run(
             [*runner, pg_ctl, "-D", str(data), "-m", "immediate", "stop"], capture_output=True

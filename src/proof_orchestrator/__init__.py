@@ -5,7 +5,9 @@ The public surface is re-exported here; submodules are implementation detail.
 
 from .errors import (
     FileChangedError,
+    FileWriteError,
     LedgerError,
+    LedgerUnavailable,
     OrchError,
     PathNotFound,
     ProjectError,
@@ -40,6 +42,7 @@ __all__ = [
     "FileChangedError",
     "FileReport",
     "FileStatus",
+    "FileWriteError",
     "FillOptions",
     "FillReport",
     "Goal",
@@ -47,6 +50,7 @@ __all__ = [
     "HoleKind",
     "Ledger",
     "LedgerError",
+    "LedgerUnavailable",
     "MicroStrategy",
     "OrchError",
     "Outcome",

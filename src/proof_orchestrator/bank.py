@@ -181,6 +181,7 @@ async def run_bank(
     result["rounds"] = round_summaries
     result["executor"] = options.orch.executor
     result["workers"] = report.worker_stats
+    result["nodes"] = report.nodes
     result["totals"]["worker_cpu_seconds"] = round(
         sum(float(w.get("cpu_seconds", 0.0)) for w in report.worker_stats), 3
     )

@@ -590,6 +590,26 @@ def bank_command(
         f"{overhead['prover_cpu_seconds']:.1f} s."
         f"\nResult: {path}"
     )
+    if result.get("nodes"):
+        out.print(_nodes_table(result["nodes"]))
+
+
+def _nodes_table(nodes: list[dict[str, Any]]) -> Table:
+    """Per Ray node: attempts, prover CPU, and the share of attempts that found the file warm."""
+    table = Table(title="By Ray node")
+    for column in ("node", "address", "CPUs", "attempts", "prover CPU s", "warm", "lost"):
+        table.add_column(column)
+    for n in nodes:
+        table.add_row(
+            n["node_id"][:12],
+            n["address"],
+            f"{n['cpus']:g}",
+            str(n["attempts"]),
+            f"{n['prover_cpu_seconds']:.1f}",
+            f"{n['warm_share']:.0%}",
+            "yes" if n["lost"] else "",
+        )
+    return table
 
 
 def _compare_executors(bank: Path, out_dir: Path, options: FillOptions, as_json: bool) -> None:

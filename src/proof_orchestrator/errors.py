@@ -22,9 +22,11 @@ cannot be opened.
     │   ├── PathNotFound            a path given by the user does not exist
     │   ├── SourceSyntaxError       a file cannot be split into sentences
     │   ├── UnreadableSource        a file is binary, not UTF-8 or cannot be scanned
-    │   └── FileChangedError        a file changed on disk while we worked on it
+    │   ├── FileChangedError        a file changed on disk while we worked on it
+    │   └── FileWriteError          writing a file failed (disk full, I/O error); it is unchanged
     ├── ScriptRejected              a candidate proof script is not allowed
     ├── LedgerError                 the ledger cannot be opened or written
+    │   └── LedgerUnavailable       the database stayed unreachable past the retry limit
     ├── ModelError                  a model call (the llm strategy) did not give usable text
     │   ├── ModelUnavailable        no key, no SDK or no network: the strategy is off
     │   └── ModelBudgetExhausted    the run's --llm-budget-usd is spent
@@ -36,7 +38,9 @@ from __future__ import annotations
 __all__ = [
     "AgentError",
     "FileChangedError",
+    "FileWriteError",
     "LedgerError",
+    "LedgerUnavailable",
     "ModelBudgetExhausted",
     "ModelError",
     "ModelUnavailable",
@@ -141,6 +145,17 @@ class FileChangedError(ProjectError):
     """A file changed on disk between reading it and writing a proof into it."""
 
 
+class FileWriteError(ProjectError):
+    """Writing a file failed (``ENOSPC``, ``EIO``, ...); the file holds its old bytes.
+
+    ``errno`` is the operating system's error number.
+    """
+
+    def __init__(self, message: str, errno: int | None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
 class ScriptRejected(OrchError):
     """A candidate proof script contains something that is never allowed."""
 
@@ -177,3 +192,7 @@ class ModelBudgetExhausted(ModelError):
 
 class AgentError(OrchError):
     """An agent's tool call cannot be served (unknown hole, path outside the project...)."""
+
+
+class LedgerUnavailable(LedgerError):
+    """The ledger's database could not be reached for longer than the retry policy allows."""

@@ -12,10 +12,17 @@ An actor holds warm provers per project, so attempts on a file are routed to
 the actor that already loaded it; it runs its own CPU governor, so the CPU
 target applies per node. Project files reach the actors through a shared path
 (the attempt carries the file's text; ``_CoqProject`` flags and compiled
-dependencies are read where the file lives). Actors are restarted by Ray when
-their process or node dies, and the attempt that was running is retried there
-(``max_restarts``/``max_task_retries``); the driver records an attempt only
-when its result arrives, under an idempotency key, so none is recorded twice.
+dependencies are read where the file lives). An actor whose process dies is
+restarted by Ray on its node and the attempt that was running is retried there
+(``max_restarts``/``max_task_retries``). An actor is pinned to its node: when
+the node dies, the actor cannot be restarted, the driver drops it, its files
+are routed to the actors of the surviving nodes, and the attempt is sent
+again to one of them. The driver records an attempt only when its result
+arrives, under an idempotency key, so none is recorded twice.
+
+Per node, the driver counts the attempts that ran there, their prover CPU,
+and how many found their file warm (the node's actor had already worked on
+that file, so its prover pool holds a ``coqtop`` with the file loaded).
 
 Ray is an optional dependency: ``pip install 'proof-orchestrator[distributed]'``.
 """
@@ -26,6 +33,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +50,7 @@ from .strategies.base import Strategy, StrategyResult
 from .tasks import cancel_and_wait
 
 __all__ = [
+    "AttemptDone",
     "AttemptRequest",
     "ExecutorError",
     "RayExecutor",
@@ -70,6 +79,49 @@ class AttemptRequest:
     popular: tuple[str, ...] = ()
     #: a stable key for routing the attempt to a warm worker (the file)
     route: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptDone:
+    """What an actor sends back: the result, where it ran, and whether the file was warm."""
+
+    result: StrategyResult
+    node_id: str
+    #: the actor had already worked on this file (its provers hold it loaded)
+    warm: bool
+
+
+@dataclass(slots=True)
+class NodeTally:
+    """The driver's count of the attempts that ran on one node."""
+
+    node_id: str
+    address: str
+    cpus: float
+    attempts: int = 0
+    warm: int = 0
+    prover_cpu_seconds: float = 0.0
+    #: the node died during the run (its files went to the other nodes)
+    lost: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "node_id": self.node_id,
+            "address": self.address,
+            "cpus": self.cpus,
+            "attempts": self.attempts,
+            "warm": self.warm,
+            "warm_share": round(self.warm / self.attempts, 4) if self.attempts else 0.0,
+            "prover_cpu_seconds": round(self.prover_cpu_seconds, 3),
+            "lost": self.lost,
+        }
+
+
+#: how many times one attempt is sent again after the actor it went to was lost
+MAX_RESENDS = 5
+#: how long an attempt waits for some actor to answer while actors are unreachable
+#: (Ray declares a node dead after its health checks fail: about 30 s by default)
+UNAVAILABLE_SECONDS = 300.0
 
 
 def make_strategies(popular: Sequence[str], allow_tactics_import: bool = False) -> list[Strategy]:
@@ -158,8 +210,12 @@ class ProverWorker:
         self.tools = WorkerTools(options, self.governor)
         self._sampler: asyncio.Task[None] | None = None
         self.served = 0
+        #: the files this actor has worked on (its provers keep them loaded)
+        self._seen: set[str] = set()
 
-    async def attempt(self, request: AttemptRequest) -> StrategyResult:
+    async def attempt(self, request: AttemptRequest) -> AttemptDone:
+        import ray
+
         if self._sampler is None:
             self._sampler = asyncio.create_task(self.governor.run(), name="node-governor")
         allow = "hammer-tactics" in self.options.orch.allowed_imports
@@ -167,13 +223,17 @@ class ProverWorker:
         strategy = strategies[request.strategy]
         tools = self.tools.for_hole(request.hole)
         self.served += 1
+        warm = bool(request.route) and request.route in self._seen
+        self._seen.add(request.route)
+        node = str(ray.get_runtime_context().get_node_id())
         async with self.governor.slot():
             try:
-                return await run_attempt(
+                result = await run_attempt(
                     tools, strategy, request.hole, request.text, request.budget
                 )
             except (ProverError, PrefixError) as exc:
-                return StrategyResult(Outcome.ERROR, (), 0, 0.0, 0.0, str(exc))
+                result = StrategyResult(Outcome.ERROR, (), 0, 0.0, 0.0, str(exc))
+        return AttemptDone(result, node, warm)
 
     def pid(self) -> int:
         return os.getpid()
@@ -183,7 +243,14 @@ class ProverWorker:
         return _tree_cpu()
 
     def stats(self) -> dict[str, Any]:
-        return {"pid": os.getpid(), "served": self.served, "cpu_seconds": _tree_cpu()}
+        import ray
+
+        return {
+            "pid": os.getpid(),
+            "node_id": str(ray.get_runtime_context().get_node_id()),
+            "served": self.served,
+            "cpu_seconds": _tree_cpu(),
+        }
 
     async def shutdown(self) -> None:
         await cancel_and_wait(self._sampler)
@@ -196,6 +263,8 @@ class _Actor:
     node_id: str
     busy: int = 0
     routes: set[str] = field(default_factory=set)
+    #: unreachable until then (restarting, or its node is dying): others are picked first
+    suspect_until: float = 0.0
 
 
 class RayExecutor:
@@ -207,6 +276,9 @@ class RayExecutor:
         self.options = options
         self.address = address
         self.actors: list[_Actor] = []
+        #: per node: attempts, warm attempts and prover CPU (kept on the driver, so a
+        #: node that dies keeps its figures)
+        self.nodes: dict[str, NodeTally] = {}
         self._started_ray = False
 
     async def start(self) -> None:
@@ -225,14 +297,21 @@ class RayExecutor:
         if not nodes:
             raise ExecutorError(f"the Ray cluster at {self.address or 'local'} has no live node")
         for node in nodes:
+            # pinned (soft=False): restarted on its node when its process dies, never
+            # moved to another node (where it would double that node's CPU share)
             handle = remote.options(
                 num_cpus=0,
                 max_concurrency=sessions + 2,
                 max_restarts=-1,
                 max_task_retries=3,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=True),
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False),
             ).remote(self.options, self.options.orch.cpu_target, sessions)
             self.actors.append(_Actor(handle, node["NodeID"]))
+            self.nodes[node["NodeID"]] = NodeTally(
+                node["NodeID"],
+                f"{node.get('NodeManagerAddress', '')}:{node.get('NodeManagerPort', '')}",
+                float(node.get("Resources", {}).get("CPU", 0.0)),
+            )
         # wait until every actor answers, so start-up failures surface here
         await asyncio.gather(*(a.handle.pid.remote() for a in self.actors))
 
@@ -271,9 +350,14 @@ class RayExecutor:
         self._started_ray = True
 
     def _pick(self, route: str) -> _Actor:
-        """The actor that already has this file warm, unless another is much less busy."""
-        warm = [a for a in self.actors if route and route in a.routes]
-        idle = min(self.actors, key=lambda a: a.busy)
+        """The actor that already has this file warm, unless another is much less busy.
+
+        Actors that were just unreachable are picked only when no other is left.
+        """
+        now = time.monotonic()
+        candidates = [a for a in self.actors if a.suspect_until <= now] or self.actors
+        warm = [a for a in candidates if route and route in a.routes]
+        idle = min(candidates, key=lambda a: a.busy)
         chosen = warm[0] if warm and warm[0].busy <= idle.busy + 1 else idle
         if route:
             chosen.routes.add(route)
@@ -282,26 +366,87 @@ class RayExecutor:
     async def attempt(
         self, request: AttemptRequest, on_cancel: Callable[[float], None] | None = None
     ) -> StrategyResult:
+        """Run one attempt on the actor that has its file warm; resend it if that node dies."""
+        import ray
+        from ray.exceptions import ActorUnavailableError, ActorUnschedulableError, RayActorError
+
+        lost = 0
+        deadline = time.monotonic() + UNAVAILABLE_SECONDS
+        while True:
+            if not self.actors:
+                raise ExecutorError(
+                    "no Ray node is left to run attempts on (every actor was lost); "
+                    "check the cluster with `ray status`, then run the same command again "
+                    "to resume"
+                )
+            actor = self._pick(request.route)
+            actor.busy += 1
+            ref = actor.handle.attempt.remote(request)
+            try:
+                done: AttemptDone = await ref
+            except asyncio.CancelledError:
+                ray.cancel(ref)
+                if on_cancel is not None:
+                    on_cancel(0.0)
+                raise
+            except ActorUnavailableError as exc:
+                # restarting on its node, or its node is dying and not yet declared dead:
+                # its files go elsewhere, and it is picked last for a while
+                if time.monotonic() > deadline:
+                    raise ExecutorError(
+                        f"no Ray actor answered for {UNAVAILABLE_SECONDS:.0f} s; check the "
+                        "cluster with `ray status`, then run the same command again to resume"
+                    ) from exc
+                log.warning("Ray actor on node %s unavailable (%s); resending", actor.node_id, exc)
+                actor.routes.discard(request.route)
+                actor.suspect_until = time.monotonic() + 5.0
+                await asyncio.sleep(0.5)
+                continue
+            except (ActorUnschedulableError, RayActorError) as exc:
+                # pinned to a node that died (unschedulable), or dead past its restarts
+                self._drop(actor, exc)
+                lost += 1
+                if lost > MAX_RESENDS:
+                    raise ExecutorError(
+                        f"an attempt on {request.hole.goal.name} was lost {lost} times with "
+                        "its Ray actor; check the cluster with `ray status`"
+                    ) from exc
+                continue
+            finally:
+                actor.busy -= 1
+            tally = self.nodes.get(done.node_id)
+            if tally is not None:
+                tally.attempts += 1
+                tally.warm += int(done.warm)
+                tally.prover_cpu_seconds += done.result.cpu_seconds
+            return done.result
+
+    def _drop(self, actor: _Actor, exc: BaseException) -> None:
+        """An actor is gone for good (its node died): its files go to the other actors."""
         import ray
 
-        if not self.actors:
-            raise ExecutorError("the Ray executor was not started")
-        actor = self._pick(request.route)
-        actor.busy += 1
-        ref = actor.handle.attempt.remote(request)
-        try:
-            result: StrategyResult = await ref
-            return result
-        except asyncio.CancelledError:
-            ray.cancel(ref)
-            if on_cancel is not None:
-                on_cancel(0.0)
-            raise
-        finally:
-            actor.busy -= 1
+        if actor not in self.actors:
+            return
+        self.actors.remove(actor)
+        tally = self.nodes.get(actor.node_id)
+        if tally is not None:
+            tally.lost = True
+        log.warning(
+            "Ray node %s is gone (%s): its %d file(s) go to the %d other node(s)",
+            actor.node_id,
+            type(exc).__name__,
+            len(actor.routes),
+            len(self.actors),
+        )
+        with contextlib.suppress(Exception):
+            ray.kill(actor.handle, no_restart=True)
+
+    def node_stats(self) -> list[dict[str, Any]]:
+        """Per node: attempts, warm attempts and their share, prover CPU, lost or not."""
+        return [tally.as_dict() for tally in self.nodes.values()]
 
     async def worker_stats(self) -> list[dict[str, Any]]:
-        """What each actor served and the CPU its process tree used."""
+        """What each live actor served and the CPU its process tree used."""
         return list(await asyncio.gather(*(a.handle.stats.remote() for a in self.actors)))
 
     async def aclose(self) -> None:

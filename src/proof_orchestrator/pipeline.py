@@ -28,12 +28,12 @@ ledger do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .errors import PathNotFound, ProverNotFound, UnreadableSource
+from .errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
 from .executors import RayExecutor
 from .goals import Outcome
 from .ledger import Ledger
@@ -57,7 +57,6 @@ from .reports import (
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
 from .strategies.llm import llm_strategies
-from .tasks import cancel_and_wait
 from .worker import (
     FileState,
     GoalItem,
@@ -81,6 +80,8 @@ __all__ = [
     "fill",
 ]
 
+
+log = logging.getLogger(__name__)
 
 #: folders never searched for sources (build output and Lake's package checkouts)
 _SKIPPED_FOLDERS = frozenset({"_build", "build", "lake-packages", "node_modules"})
@@ -175,6 +176,7 @@ async def fill(
     )
     tools: dict[tuple[str, ...], Tools] = {}
     status = "finished"
+    error: OrchError | None = None
     executor: RayExecutor | None = None
     try:
         if options.orch.executor == "ray":
@@ -190,17 +192,31 @@ async def fill(
                     for index in range(max(1, options.orch.max_light)):
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
             finally:
+                # the task group waits for both; no await here: on Python 3.11 a worker
+                # that failed leaves this task's cancel count raised (the inner group
+                # does not uncancel it), so awaiting a cancelled task here would turn
+                # the worker's error into a CancelledError ("interrupted")
                 sampler.cancel()
-                await cancel_and_wait(live)
-    except BaseException:
-        status = "interrupted"
-        report.interrupted = True
-        raise
+                live.cancel()
+    except BaseException as exc:
+        failure = _orch_error(exc)
+        if failure is None:
+            status = "interrupted"
+            report.interrupted = True
+            raise
+        # a broken part (ledger unreachable, disk full...) stops the run: the
+        # error itself is raised, not the task group around it
+        status = "failed"
+        error = failure
+        raise failure from exc
     finally:
         publisher.clear()
         if executor is not None:
-            with contextlib.suppress(Exception):
+            report.nodes = executor.node_stats()
+            try:
                 report.worker_stats = await executor.worker_stats()
+            except Exception as exc:
+                log.warning("the Ray workers' figures could not be collected: %r", exc)
             await executor.aclose()
         for project_tools in tools.values():
             await project_tools.aclose()
@@ -211,12 +227,30 @@ async def fill(
         if report.worker_stats:
             summary["workers"] = report.worker_stats
         summary["live_publisher"] = report.live_publisher = publisher.summary()
+        if report.nodes:
+            summary["nodes"] = report.nodes
         summary["cpu_trace"] = [[s.t, s.fraction] for s in governor.trace]
         summary["prover_rss_mb"] = [
             [s.t, max(s.prover_rss_mb, default=0.0)] for s in governor.trace
         ]
-        ledger.finish_run(report.run_id, status, summary)
+        summary["attempts_recorded"] = run.recorded
+        if error is not None:
+            summary["error"] = str(error)
+        if not isinstance(error, LedgerUnavailable):
+            ledger.finish_run(report.run_id, status, summary)
     return report
+
+
+def _orch_error(exc: BaseException) -> OrchError | None:
+    """The first :class:`OrchError` in ``exc`` (itself, or inside nested task groups)."""
+    if isinstance(exc, OrchError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _orch_error(inner)
+            if found is not None:
+                return found
+    return None
 
 
 async def _versions(files: Sequence[Path], options: FillOptions) -> str:

@@ -45,6 +45,8 @@ class FileStatus(enum.StrEnum):
     INTERRUPTED = "interrupted"
     #: the prover this file needs (Coq or Lean) is not installed; skipped
     NO_PROVER = "no_prover"
+    #: writing the proofs failed (disk full, I/O error); the file is unchanged
+    WRITE_FAILED = "write_failed"
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class FillReport:
     worker_stats: list[dict[str, Any]] = field(default_factory=list)
     #: what publishing the live state cost: publishes, failures, CPU seconds, interval
     live_publisher: dict[str, float] = field(default_factory=dict)
+    #: per Ray node: attempts, warm share, prover CPU, lost (the Ray executor only)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def goals(self) -> list[GoalReport]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from .checking import replay_script, verify_candidates
 from .coqscript import check_script
-from .errors import FileChangedError, ProverError, ScriptRejected
+from .errors import FileChangedError, FileWriteError, ProverError, ScriptRejected
 from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
 from .leanscript import check_lean_script
@@ -269,6 +269,8 @@ class GoalRun:
         self._attempts = 0
         #: what the run does now, for the live view
         self.live = LiveBoard()
+        #: attempts written to the ledger by this run (a write that was retried counts once)
+        self.recorded = 0
 
     @property
     def run_id(self) -> int:
@@ -543,6 +545,7 @@ class GoalRun:
             cost_usd=result.cost_usd,
             llm_seconds=result.llm_seconds,
         )
+        self.recorded += 1
 
     async def replay(self, item: GoalItem) -> GoalReport | None:
         """Re-check a proof the ledger already has; no search."""
@@ -599,16 +602,8 @@ class GoalRun:
         final_text = apply_patches(
             state.text, [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in accepted]
         )
-        written = False
-        if accepted and not self.options.dry_run:
-            try:
-                write_atomic(state.path, final_text, state.text)
-                written = True
-                if self.on_write is not None:
-                    self.on_write(state.path, final_text)
-            except FileChangedError as exc:
-                state.report.status = FileStatus.CHANGED
-                state.report.message = str(exc)
+        # proofs are recorded before the file is written: a file never holds a proof
+        # the ledger lacks (if the ledger is unreachable, nothing is written)
         for hole, goal_report, goal_id in accepted:
             # the change this proof alone makes to the file
             alone = apply_patches(
@@ -631,8 +626,26 @@ class GoalRun:
                 strategy=goal_report.strategy,
                 prover_version=self.report.prover_version,
                 diff=diff,
-                written=written,
+                written=False,
             )
+        written = False
+        if accepted and not self.options.dry_run:
+            try:
+                write_atomic(state.path, final_text, state.text)
+                written = True
+            except FileChangedError as exc:
+                state.report.status = FileStatus.CHANGED
+                state.report.message = str(exc)
+            except FileWriteError as exc:
+                # the file holds its old bytes; its proofs stay in the ledger (written:
+                # false) and are replayed by the next run; the run stops
+                state.report.status = FileStatus.WRITE_FAILED
+                state.report.message = str(exc)
+                raise
+        if written:
+            self.ledger.mark_written(self.run_id, [goal_id for _, _, goal_id in accepted])
+            if self.on_write is not None:
+                self.on_write(state.path, final_text)
         for _, goal_report, _ in state.candidates:
             if self.on_goal:
                 self.on_goal(goal_report)

@@ -13,11 +13,11 @@ import fcntl
 import functools
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from alembic import command as alembic_command
 from alembic.config import Config as AlembicConfig
@@ -37,11 +37,11 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ..coqsyntax import split_sentences
-from ..errors import LedgerError
+from ..errors import LedgerError, LedgerUnavailable
 from ..goals import Goal, Outcome
 from ..project.statedir import make_state_dir
 from ..scheduler.bandit import ArmStats
@@ -58,11 +58,25 @@ from .models import (
     Ticket,
     utcnow,
 )
+from .retry import RetryPolicy, call_with_retries
 
 __all__ = ["LIVE_STALE_SECONDS", "Ledger", "LedgerReader", "default_ledger_url"]
 
 #: a live run whose heartbeat is older than this is shown as dead (it publishes about every second)
 LIVE_STALE_SECONDS = 5.0
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _retrying(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:
+    """Run a ledger operation (one transaction) again while its database is unreachable."""
+
+    @functools.wraps(method)
+    def wrapper(self: Ledger, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._call(lambda: method(self, *args, **kwargs))
+
+    return wrapper
 
 
 def default_ledger_url(project_root: Path) -> str:
@@ -175,8 +189,14 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 class Ledger:
     """Runs, goals, attempts, verified proofs and the tactic cache."""
 
-    def __init__(self, url: str, *, busy_timeout: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, busy_timeout: float = 10.0, retry: RetryPolicy | None = None
+    ) -> None:
         self.url = url
+        #: how long to wait for a database server that went away (not for SQLite files)
+        self.retry = retry if retry is not None else RetryPolicy.from_env()
+        #: set once the database stayed unreachable past the policy: later calls try once
+        self.unavailable = False
         try:
             if url.startswith("sqlite:///"):
                 path = Path(url.removeprefix("sqlite:///"))
@@ -196,9 +216,35 @@ class Ledger:
             ) from exc
         self.engine: Engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._where = engine.url.render_as_string(hide_password=True)
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def _unreachable(self, error: BaseException) -> bool:
+        """Did ``error`` come from a database server that cannot be reached right now?
+
+        Only a server (PostgreSQL) goes away and comes back; a SQLite file that
+        cannot be written is an error at once.
+        """
+        if self.engine.dialect.name == "sqlite":
+            return False
+        cause = error.__cause__ if isinstance(error, LedgerError) else error
+        if isinstance(cause, DBAPIError) and cause.connection_invalidated:
+            return True
+        return isinstance(cause, OperationalError | InterfaceError)
+
+    def _call(self, operation: Callable[[], R]) -> R:
+        policy = RetryPolicy(seconds=0.0) if self.unavailable else self.retry
+        try:
+            result = call_with_retries(
+                operation, policy=policy, unreachable=self._unreachable, where=self._where
+            )
+        except LedgerUnavailable:
+            self.unavailable = True
+            raise
+        self.unavailable = False
+        return result
 
     @contextmanager
     def _session(self) -> Iterator[Session]:
@@ -217,6 +263,7 @@ class Ledger:
 
     # -- runs ----------------------------------------------------------------
 
+    @_retrying
     def start_run(self, command: str, arguments: dict[str, object], prover_version: str) -> int:
         with self._session() as s:
             run = Run(command=command, arguments=arguments, prover_version=prover_version)
@@ -224,6 +271,7 @@ class Ledger:
             s.flush()
             return run.id
 
+    @_retrying
     def finish_run(self, run_id: int, status: str, summary: dict[str, object]) -> None:
         with self._session() as s:
             run = s.get(Run, run_id)
@@ -235,6 +283,7 @@ class Ledger:
 
     # -- goals ---------------------------------------------------------------
 
+    @_retrying
     def upsert_goal(self, goal: Goal) -> int:
         where = (
             GoalRow.file == str(goal.file),
@@ -265,6 +314,7 @@ class Ledger:
             )
             return int(found)
 
+    @_retrying
     def set_goal_status(self, goal_id: int, status: str) -> None:
         with self._session() as s:
             row = s.get(GoalRow, goal_id)
@@ -274,6 +324,7 @@ class Ledger:
 
     # -- attempts --------------------------------------------------------------
 
+    @_retrying
     def record_attempt(
         self,
         *,
@@ -356,6 +407,7 @@ class Ledger:
             )
         )
 
+    @_retrying
     def history(self, fingerprint: str) -> tuple[int, datetime | None, dict[str, float]]:
         """(failed attempts, first attempt time, largest failed budget per strategy)."""
         failed = (Outcome.FAILED.value, Outcome.TIMEOUT.value)
@@ -376,6 +428,7 @@ class Ledger:
                 budgets[strategy] = max(budgets.get(strategy, 0.0), float(budget or 0.0))
         return failures, first, budgets
 
+    @_retrying
     def candidate_script(self, fingerprint: str) -> tuple[str, ...] | None:
         """The newest script a strategy found for this fingerprint (not yet verified)."""
         with self._session() as s:
@@ -402,6 +455,7 @@ class Ledger:
             )
             return None if rejected else tuple(s.code for s in split_sentences(attempt.tactic))
 
+    @_retrying
     def popular_scripts(self, limit: int = 30) -> list[str]:
         """Scripts that proved the most goals, best first (for cached replay)."""
         with self._session() as s:
@@ -413,6 +467,7 @@ class Ledger:
             ).all()
             return [tactic for tactic, _ in rows]
 
+    @_retrying
     def proved_statements(
         self, language: str = "coq", limit: int = 2000
     ) -> list[tuple[str, tuple[str, ...]]]:
@@ -429,6 +484,7 @@ class Ledger:
             found = ((statement, tuple(sentences)) for statement, sentences in rows)
             return list(dict.fromkeys(found))
 
+    @_retrying
     def load_bandit(self) -> dict[tuple[str, str], ArmStats]:
         with self._session() as s:
             return {
@@ -438,10 +494,12 @@ class Ledger:
                 for row in s.scalars(select(BanditArm))
             }
 
+    @_retrying
     def save_arm(self, goal_class: str, strategy: str, arm: ArmStats) -> None:
         with self._transaction() as connection:
             self._write_arm(connection, goal_class, strategy, arm)
 
+    @_retrying
     def record_proof(
         self,
         *,
@@ -483,6 +541,19 @@ class Ledger:
                 update(GoalRow).where(GoalRow.id == goal_id).values(status="proved", updated_at=now)
             )
 
+    @_retrying
+    def mark_written(self, run_id: int, goal_ids: Sequence[int]) -> None:
+        """The file holding these goals' proofs of ``run_id`` was written."""
+        if not goal_ids:
+            return
+        with self._transaction() as connection:
+            connection.execute(
+                update(Proof)
+                .where(Proof.run_id == run_id, Proof.goal_id.in_(list(goal_ids)))
+                .values(written=True)
+            )
+
+    @_retrying
     def verified_proof(self, fingerprint: str) -> tuple[str, ...] | None:
         """The newest verified proof of a fingerprint, if any."""
         with self._session() as s:
@@ -494,6 +565,7 @@ class Ledger:
             )
             return tuple(proof.sentences) if proof is not None else None
 
+    @_retrying
     def cached_tactics(self, fingerprint: str) -> list[str]:
         with self._session() as s:
             rows = s.scalars(
@@ -505,16 +577,19 @@ class Ledger:
 
     # -- agents: goals by id, earlier errors, the model-response cache -------------
 
+    @_retrying
     def goal_row(self, goal_id: int) -> GoalRow | None:
         with self._session() as s:
             return s.get(GoalRow, goal_id)
 
+    @_retrying
     def attempt_counts(self) -> dict[int, int]:
         """How many attempts each goal (by id) has had."""
         with self._session() as s:
             rows = s.execute(select(Attempt.goal_id, func.count()).group_by(Attempt.goal_id)).all()
             return {int(goal_id): int(n) for goal_id, n in rows}
 
+    @_retrying
     def attempt_errors(self, fingerprint: str, limit: int = 5) -> list[tuple[str, str, str]]:
         """(strategy, script, message) of the newest failed attempts with a message."""
         failed = (Outcome.FAILED.value, Outcome.REJECTED.value, Outcome.ERROR.value)
@@ -531,11 +606,13 @@ class Ledger:
             ).all()
             return [(str(a), str(b), str(c)) for a, b, c in rows]
 
+    @_retrying
     def llm_response(self, key: str) -> LlmResponse | None:
         """The cached replies for a cache key, if any."""
         with self._session() as s:
             return s.scalar(select(LlmResponse).where(LlmResponse.key == key))
 
+    @_retrying
     def store_llm_response(
         self,
         *,
@@ -568,6 +645,7 @@ class Ledger:
                 )
             )
 
+    @_retrying
     def llm_spend(self, run_id: int | None = None) -> dict[str, float]:
         """Tokens, cost and model time recorded on attempts (of one run, or all)."""
         with self._session() as s:
@@ -591,6 +669,7 @@ class Ledger:
 
     # -- the helper-lemma market -----------------------------------------------
 
+    @_retrying
     def publish_ticket(
         self,
         *,
@@ -628,6 +707,7 @@ class Ledger:
             )
             return int(result.scalar_one()), True
 
+    @_retrying
     def claim_ticket(
         self, worker: str, lease_seconds: float, ticket_id: int | None = None
     ) -> Ticket | None:
@@ -659,6 +739,7 @@ class Ledger:
                     return Ticket(**row._asdict())
         return None
 
+    @_retrying
     def complete_ticket(self, ticket_id: int, worker: str, proof: Sequence[str]) -> bool:
         """Record the helper's proof; only the worker holding the claim may."""
         with self._transaction() as connection:
@@ -675,6 +756,7 @@ class Ledger:
                 == 1
             )
 
+    @_retrying
     def release_ticket(self, ticket_id: int, worker: str) -> None:
         """Give a claimed ticket back (the worker could not prove it)."""
         with self._transaction() as connection:
@@ -684,6 +766,7 @@ class Ledger:
                 .values(state="open", claimed_by=None, lease_until=None, updated_at=utcnow())
             )
 
+    @_retrying
     def expire_leases(self) -> int:
         """Return every claimed ticket whose lease ran out to ``open``; how many."""
         now = utcnow()
@@ -696,6 +779,7 @@ class Ledger:
                 ).rowcount
             )
 
+    @_retrying
     def cancel_ticket(self, ticket_id: int) -> bool:
         with self._transaction() as connection:
             return (
@@ -707,6 +791,7 @@ class Ledger:
                 == 1
             )
 
+    @_retrying
     def tickets(self, state: str | None = None) -> list[Ticket]:
         with self._session() as s:
             query = select(Ticket).order_by(Ticket.id)
@@ -714,6 +799,7 @@ class Ledger:
                 query = query.where(Ticket.state == state)
             return list(s.scalars(query))
 
+    @_retrying
     def ticket(self, ticket_id: int) -> Ticket | None:
         with self._session() as s:
             return s.get(Ticket, ticket_id)
@@ -730,11 +816,13 @@ class Ledger:
                 ).values(run_id=run_id, heartbeat_at=now, state=state)
             )
 
+    @_retrying
     def clear_live(self, run_id: int) -> None:
         """Forget the live state of ``run_id`` (its run ended)."""
         with self._transaction() as connection:
             connection.execute(delete(LiveRun).where(LiveRun.run_id == run_id))
 
+    @_retrying
     def live_runs(self, stale_after: float = LIVE_STALE_SECONDS) -> list[dict[str, Any]]:
         """Every published live state, oldest run first, with ``dead`` for stale heartbeats.
 
@@ -767,6 +855,7 @@ class Ledger:
 
     # -- summaries ---------------------------------------------------------------
 
+    @_retrying
     def stats(self) -> dict[str, Any]:
         with self._session() as s:
             goals_by_status = dict(

@@ -10,6 +10,7 @@ if the user edited it meanwhile, nothing is written.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 from collections.abc import Sequence
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..coqsyntax import sentence_keyword, split_sentences
-from ..errors import FileChangedError
+from ..errors import FileChangedError, FileWriteError
 from .coq_holes import CoqHole
 from .lean_holes import LeanHole
 
@@ -99,26 +100,59 @@ def apply_patches(text: str, patches: Sequence[Patch]) -> str:
 
 
 def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
-    """Replace ``path``'s content with ``new_text`` if it still holds ``expected_old``."""
+    """Replace ``path``'s content with ``new_text`` if it still holds ``expected_old``.
+
+    A write that fails (``ENOSPC``, ``EIO``, a file size limit...) removes the
+    temporary file and raises :class:`FileWriteError`: ``path`` keeps its bytes.
+    """
     current = path.read_text(encoding="utf-8")
     if current != expected_old:
         raise FileChangedError(f"{path} changed on disk while proofs were searched; not writing it")
     mode = path.stat().st_mode & 0o7777
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".orch-tmp", dir=path.parent)
-    tmp = Path(tmp_name)
+    tmp: Path | None = None
     try:
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".orch-tmp", dir=path.parent
+        )
+        tmp = Path(tmp_name)
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(new_text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise FileWriteError(
+            f"could not write {path}: {_describe(exc)}. The file is unchanged (the temporary "
+            "file was removed). Free space on its filesystem or check the disk, then run the "
+            "same command again: the verified proofs are in the ledger and are written "
+            "without searching again.",
+            exc.errno,
+        ) from exc
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        raise FileWriteError(
+            f"{path} was replaced with the verified proofs, but syncing its folder failed: "
+            f"{_describe(exc)}. Check the disk.",
+            exc.errno,
+        ) from exc
+
+
+def _describe(exc: OSError) -> str:
+    """``No space left on device (ENOSPC)``: the message and the errno's name."""
+    name = errno.errorcode.get(exc.errno, "") if exc.errno is not None else ""
+    text = exc.strerror or str(exc)
+    return f"{text} ({name})" if name else text

@@ -157,9 +157,14 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     """SIGTERM the process group, wait ``grace`` seconds, SIGKILL it, then reap.
 
     Safe to call twice and on a process that already exited. Never raises for
-    a process that is already gone.
+    a process that is already gone. Descendants that left the group (an ATP
+    started in a session of its own) are killed too: one of them holding the
+    prover's output pipe would keep it open after the prover is gone.
     """
+    strays: list[psutil.Process] = []
     if proc.returncode is None:
+        with contextlib.suppress(psutil.Error):
+            strays = psutil.Process(proc.pid).children(recursive=True)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -167,9 +172,12 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-    # also kill stragglers left in the group after the leader exited
+    # also kill stragglers left in the group after the leader exited, and strays outside it
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+    for stray in strays:
+        with contextlib.suppress(psutil.Error):
+            stray.kill()
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
     await proc.wait()
