@@ -33,7 +33,7 @@ The results go to ``bench/results/<timestamp>-scale.json`` and a table is printe
 from __future__ import annotations
 
 import argparse
-import asyncio
+import itertools
 import json
 import os
 import random
@@ -69,10 +69,17 @@ HARD = (
 )
 
 
-def generate(root: Path, holes: int, *, seed: int = 0, start: int = 0) -> list[Path]:
+def generate(
+    root: Path,
+    holes: int,
+    *,
+    seed: int = 0,
+    start: int = 0,
+    per_file: tuple[int, int] = (10, 50),
+) -> list[Path]:
     """Write a project of exactly ``holes`` holes under ``root``; the files written.
 
-    Files hold 10-50 declarations; 60 % are easy (closed by the quick
+    Files hold 10-50 declarations (``per_file``); 60 % are easy (closed by the quick
     tactics), 40 % false. One hole in five admits a body that uses an earlier
     lemma of its file (a dependent). ``start`` offsets the statements so that
     two projects share no fingerprint.
@@ -84,7 +91,7 @@ def generate(root: Path, holes: int, *, seed: int = 0, start: int = 0) -> list[P
     files: list[Path] = []
     k = start
     while k - start < holes:
-        count = min(rng.randint(10, 50), holes - (k - start))
+        count = min(rng.randint(*per_file), holes - (k - start))
         names: list[str] = []
         lines = [f"(* synthetic file {len(files)}: {count} holes *)", ""]
         for _ in range(count):
@@ -188,6 +195,30 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
 
     _, seconds = _timed(queue_ops)
     result["queue_ops_per_second"] = round(2 * len(items) / seconds, 1)
+
+    # one file of holes/10 declarations: the dependents count must stay linear in its size
+    big = root.parent / f"{root.name}-one-file"
+    big_holes = max(10, holes // 10)
+    (big_file,) = generate(big, big_holes, seed=7, start=50_000_000, per_file=(big_holes,) * 2)
+    ((_, big_text, big_scan, _),) = scan([big_file])
+    assert big_text is not None
+    big_state = FileState(
+        big_file, big_text, tools, FileReport(big_file, FileStatus.INTERRUPTED), len(big_scan)
+    )
+    big_items = [
+        GoalItem(hole, big_state, 0, GoalReport(hole.goal, Outcome.FAILED), {}) for hole in big_scan
+    ]
+
+    def one_file() -> None:
+        for item in big_items:
+            run.enqueue(item)
+        while len(run.queue):
+            run.queue.pop()
+
+    _, seconds = _timed(one_file)
+    result["one_file_holes"] = len(big_items)
+    result["one_file_queue_seconds"] = round(seconds, 4)
+    shutil.rmtree(big)
     result["rss_after_scan_and_queue_mb"] = round(_rss_mb(), 1)
     result["peak_rss_after_scan_and_queue_mb"] = round(_peak_mb(), 1)
 
@@ -197,13 +228,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
         for item in items:
             goal = item.hole.goal
             easy = goal.name.startswith("e")
-            common = {
-                "run_id": report.run_id,
-                "goal_id": item.goal_id,
-                "fingerprint": goal.fingerprint,
-                "budget_seconds": 10.0,
-                "prover_version": "synthetic",
-            }
+            run_id, goal_id, fingerprint = report.run_id, item.goal_id, goal.fingerprint
             if easy:
                 ledger.record_attempt(
                     strategy="micro",
@@ -212,7 +237,11 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
                     tactics_tried=7,
                     cpu_seconds=0.05,
                     wall_seconds=0.06,
-                    **common,  # type: ignore[arg-type]
+                    run_id=run_id,
+                    goal_id=goal_id,
+                    fingerprint=fingerprint,
+                    budget_seconds=10.0,
+                    prover_version="synthetic",
                 )
                 ledger.record_proof(
                     run_id=report.run_id,
@@ -221,7 +250,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
                     sentences=("intros; simpl; auto.",),
                     strategy="micro",
                     prover_version="synthetic",
-                    diff=f"-Proof.\n-Admitted.\n+Proof.\n+  intros; simpl; auto.\n+Qed.\n{goal.name}",
+                    diff=f"-Admitted.\n+  intros; simpl; auto.\n+Qed.\n{goal.name}",
                     written=True,
                 )
                 writes += 2
@@ -235,7 +264,11 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
                         cpu_seconds=0.4,
                         wall_seconds=0.5,
                         message="no script closed the goal",
-                        **common,  # type: ignore[arg-type]
+                        run_id=run_id,
+                        goal_id=goal_id,
+                        fingerprint=fingerprint,
+                        budget_seconds=10.0,
+                        prover_version="synthetic",
                     )
                 ledger.set_goal_status(item.goal_id, "failed")
                 writes += 4
@@ -362,6 +395,7 @@ COLUMNS = (
     ("scan_seconds", "scan s", "{:.2f}"),
     ("plan_holes_per_second", "plan holes/s", "{:.0f}"),
     ("queue_ops_per_second", "queue ops/s", "{:.0f}"),
+    ("one_file_queue_seconds", "1-file queue s", "{:.3f}"),
     ("peak_rss_after_scan_and_queue_mb", "RSS MiB", "{:.0f}"),
     ("ledger_bytes", "ledger MB", "{}"),
     ("ledger_writes_per_second", "ledger writes/s", "{:.0f}"),
@@ -396,7 +430,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def growth(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """For each measure, its ratio between consecutive sizes (holes grow by the ratio shown)."""
     factors: dict[str, dict[str, float]] = {}
-    for before, after in zip(rows, rows[1:], strict=False):
+    for before, after in itertools.pairwise(rows):
         label = f"{before['holes']}->{after['holes']}"
         entry: dict[str, float] = {}
         for key, value in after.items():
@@ -429,7 +463,9 @@ def main(argv: list[str] | None = None) -> int:
             generate(sample, args.sample, seed=1, start=10_000_000)
         for size in sizes:
             root = work / f"p{size}"
-            _, seconds = _timed(lambda: generate(root, size, seed=size))
+            started = time.perf_counter()
+            generate(root, size, seed=size)
+            seconds = time.perf_counter() - started
             db = work / f"ledger-{size}.sqlite"
             child = subprocess.run(
                 [sys.executable, __file__, "--child", str(root), str(db)],
@@ -447,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             shutil.rmtree(root)
-    result = {
+    result: dict[str, Any] = {
         "bench": "scale",
         "started": stamp,
         "python": sys.version.split()[0],
@@ -462,8 +498,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     for label, factors in result["growth"].items():
         keys = [k for k, _, _ in COLUMNS if k in factors and k not in ("holes", "files")]
-        print(f"growth {label} (holes x{factors.get('holes')}): "
-              + ", ".join(f"{k} x{factors[k]}" for k in keys))
+        print(
+            f"growth {label} (holes x{factors.get('holes')}): "
+            + ", ".join(f"{k} x{factors[k]}" for k in keys)
+        )
     print(f"results: {path}")
     return 0
 

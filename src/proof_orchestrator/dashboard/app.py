@@ -26,7 +26,10 @@ from ..scheduler.queue import difficulty
 from .charts import bar_chart, line_chart
 from .templates import environment
 
-__all__ = ["create_app"]
+__all__ = ["MAX_PAGE", "create_app"]
+
+#: the largest page of ``/api/goals`` (``limit``)
+MAX_PAGE = 1000
 
 
 class _LedgerCollector(Collector):
@@ -134,9 +137,18 @@ def create_app(
 
     @app.get("/api/goals")
     def api_goals(
-        status: str | None = None, file: str | None = None, strategy: str | None = None
+        response: Response,
+        status: str | None = None,
+        file: str | None = None,
+        strategy: str | None = None,
+        limit: int | None = Query(None, ge=1, le=MAX_PAGE, description="goals per page"),
+        offset: int = Query(0, ge=0, description="goals to skip (in file, line order)"),
     ) -> list[dict[str, Any]]:
-        return reader.goals(status=status, file=file, strategy=strategy)
+        """Goals in (file, line) order; ``limit``/``offset`` page them, and the
+        ``X-Total-Count`` header gives the number of goals matching the filters."""
+        total = reader.count_goals(status=status, file=file, strategy=strategy)
+        response.headers["X-Total-Count"] = str(total)
+        return reader.goals(status=status, file=file, strategy=strategy, limit=limit, offset=offset)
 
     @app.get("/api/goals/{goal_id}")
     def api_goal(goal_id: int) -> dict[str, Any]:
@@ -176,13 +188,10 @@ def create_app(
         strategies = stats["strategies"]
         memory = [(t, m) for t, m in latest["summary"].get("prover_rss_mb", [])] if latest else []
         buckets: dict[str, int] = {}
-        for goal in reader.goals():
-            if goal["status"] != "proved":
-                level = difficulty(goal["statement"])
-                label = (
-                    "< 2" if level < 2 else "2–4" if level < 4 else "4–6" if level < 6 else "≥ 6"
-                )
-                buckets[label] = buckets.get(label, 0) + 1
+        for statement in reader.open_statements():
+            level = difficulty(statement)
+            label = "< 2" if level < 2 else "2–4" if level < 4 else "4–6" if level < 6 else "≥ 6"
+            buckets[label] = buckets.get(label, 0) + 1
         order = ["< 2", "2–4", "4–6", "≥ 6"]
         return page(
             "overview.html",

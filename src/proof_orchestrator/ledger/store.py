@@ -683,42 +683,69 @@ class LedgerReader:
             for t in reversed(self.ledger.tickets())
         ]
 
+    @staticmethod
+    def _winner() -> Any:
+        """The strategy of a goal's proof (a subquery correlated to the goal's row)."""
+        return (
+            select(func.max(Proof.strategy))
+            .where(Proof.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+
+    @classmethod
+    def _goal_filters(cls, status: str | None, file: str | None, strategy: str | None) -> list[Any]:
+        filters: list[Any] = []
+        if status:
+            filters.append(GoalRow.status == status)
+        if file:
+            filters.append(GoalRow.file.contains(file))
+        if strategy:
+            filters.append(cls._winner() == strategy)
+        return filters
+
     def goals(
-        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+        self,
+        *,
+        status: str | None = None,
+        file: str | None = None,
+        strategy: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
+        """Goals in (file, line) order with their attempt count and proving strategy.
+
+        ``limit`` and ``offset`` page the list. The attempt count and the
+        strategy are looked up for the returned goals only (correlated
+        subqueries on the indexed ``goal_id`` columns), so a page does not
+        aggregate the whole attempts table.
+        """
+        attempts = (
+            select(func.count())
+            .select_from(Attempt)
+            .where(Attempt.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+        query = (
+            select(
+                GoalRow.id,
+                GoalRow.file,
+                GoalRow.name,
+                GoalRow.line,
+                GoalRow.statement,
+                GoalRow.status,
+                GoalRow.fingerprint,
+                attempts.label("n"),
+                self._winner().label("strategy"),
+            )
+            .where(*self._goal_filters(status, file, strategy))
+            .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
         with self.ledger.engine.connect() as connection:
-            attempts = (
-                select(Attempt.goal_id, func.count().label("n"))
-                .group_by(Attempt.goal_id)
-                .subquery()
-            )
-            winners = (
-                select(Proof.goal_id, func.max(Proof.strategy).label("strategy"))
-                .group_by(Proof.goal_id)
-                .subquery()
-            )
-            query = (
-                select(
-                    GoalRow.id,
-                    GoalRow.file,
-                    GoalRow.name,
-                    GoalRow.line,
-                    GoalRow.statement,
-                    GoalRow.status,
-                    GoalRow.fingerprint,
-                    attempts.c.n,
-                    winners.c.strategy,
-                )
-                .outerjoin(attempts, attempts.c.goal_id == GoalRow.id)
-                .outerjoin(winners, winners.c.goal_id == GoalRow.id)
-                .order_by(GoalRow.file, GoalRow.line)
-            )
-            if status:
-                query = query.where(GoalRow.status == status)
-            if file:
-                query = query.where(GoalRow.file.contains(file))
-            if strategy:
-                query = query.where(winners.c.strategy == strategy)
             return [
                 {
                     "id": row.id,
@@ -733,6 +760,30 @@ class LedgerReader:
                 }
                 for row in connection.execute(query).all()
             ]
+
+    def count_goals(
+        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+    ) -> int:
+        """How many goals :meth:`goals` lists with the same filters and no page."""
+        query = (
+            select(func.count())
+            .select_from(GoalRow)
+            .where(*self._goal_filters(status, file, strategy))
+        )
+        with self.ledger.engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def open_statements(self) -> list[str]:
+        """The statements of the goals not proved yet (the overview's difficulty chart).
+
+        Only the statement column of those rows: no join, no attempt counts.
+        """
+        with self.ledger.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(GoalRow.statement).where(GoalRow.status != "proved")
+                ).scalars()
+            )
 
     def goal(self, goal_id: int) -> dict[str, Any] | None:
         with self.ledger.engine.connect() as connection:
