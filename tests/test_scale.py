@@ -139,3 +139,29 @@ def test_api_goals_pages_and_gives_the_total(ledger: Ledger, tmp_path: Path) -> 
     assert client.get("/api/goals", params={"offset": 50}).json() == []
     for bad in ({"limit": 0}, {"limit": MAX_PAGE + 1}, {"offset": -1}):
         assert client.get("/api/goals", params=bad).status_code == 422
+
+
+def test_proofs_over_time_keeps_a_bounded_number_of_exact_points(ledger: Ledger) -> None:
+    goal_id = LedgerReader(ledger).goals(status="proved")[0]["id"]
+    for _ in range(40):
+        ledger.record_proof(
+            run_id=1,
+            goal_id=goal_id,
+            fingerprint="fp-a3",
+            sentences=("exact I.",),
+            strategy="micro",
+            prover_version="test",
+            diff="",
+            written=True,
+        )
+    reader = LedgerReader(ledger)
+    every = reader.proofs_over_time()
+    assert [n for _, n in every] == list(range(1, 43))
+    assert reader.proofs_over_time(max_points=42) == every
+    for limit in (2, 5, 10, 41):
+        points = reader.proofs_over_time(max_points=limit)
+        assert len(points) == limit
+        assert points[0] == every[0]
+        assert points[-1] == every[-1]
+        assert set(points) <= set(every)
+        assert [n for _, n in points] == sorted({n for _, n in points})

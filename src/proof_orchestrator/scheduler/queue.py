@@ -21,6 +21,7 @@ are tried before old expensive ones.
 
 from __future__ import annotations
 
+import array
 import bisect
 import heapq
 import itertools
@@ -60,7 +61,8 @@ class Mentions:
 
     def __init__(self, text: str) -> None:
         self._text = text
-        self._positions: defaultdict[str, list[int]] = defaultdict(list)
+        # arrays, not lists of ints: a few bytes per identifier of the file
+        self._positions: defaultdict[str, array.array[int]] = defaultdict(lambda: array.array("q"))
         for match in _IDENTIFIER.finditer(text):
             self._positions[match.group()].append(match.start())
 
@@ -68,7 +70,7 @@ class Mentions:
         if not name:
             return 0
         if _SIMPLE_NAME.match(name):
-            positions = self._positions.get(name, [])
+            positions = self._positions.get(name, array.array("q"))
             first = bisect.bisect_left(positions, offset)
             count = len(positions) - first
             # the search starts at ``offset`` with nothing before it: a name there counts
