@@ -24,6 +24,7 @@ process (so that its peak memory is its own) and measures, on the full size:
 Goals per second with ``--profile 0`` need real coqtop on real goals; a full
 fill of 20k holes would take hours on two shared cores, so they are measured
 by ``orch fill --profile 0 --dry-run`` on a fixed sample of ``--sample`` holes
+(with ``--budget`` CPU seconds per goal and strategy, 1 by default, and no revisit)
 generated the same way (the same mix), against a copy of each size's ledger
 (so a ledger that grows with the project is part of the measure).
 
@@ -363,11 +364,19 @@ def measure_server(root: Path, db: Path, holes: int, repeats: int) -> dict[str, 
     return timings
 
 
-def measure_fill(sample: Path, db: Path) -> dict[str, Any]:
-    """``orch fill --profile 0 --dry-run`` on the sample, against the ledger ``db``."""
+def measure_fill(sample: Path, db: Path, budget: float | None) -> dict[str, Any]:
+    """``orch fill --profile 0 --dry-run`` on the sample, against the ledger ``db``.
+
+    With ``budget``, it is both the first CPU budget and the cap (no revisit
+    with a doubled budget): the unprovable goals then cost ``budget`` per
+    strategy instead of 10 s, then 20 s.
+    """
+    command = [str(ORCH), "fill", str(sample), "--profile", "0", "--dry-run", "--json"]
+    if budget is not None:
+        command += ["--budget", str(budget), "--budget-cap", str(budget)]
     started = time.perf_counter()
     done = subprocess.run(
-        [str(ORCH), "fill", str(sample), "--profile", "0", "--dry-run", "--json", "--db", str(db)],
+        [*command, "--db", str(db)],
         check=False,
         capture_output=True,
         text=True,
@@ -444,7 +453,13 @@ def growth(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,5000,20000")
-    parser.add_argument("--sample", type=int, default=200, help="holes of the goals/s sample")
+    parser.add_argument("--sample", type=int, default=60, help="holes of the goals/s sample")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=1.0,
+        help="CPU budget (and cap) per goal and strategy of the sample fill; 0: orch's default",
+    )
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-fill", action="store_true", help="skip the goals/s sample")
     parser.add_argument("--out", type=Path, default=HERE / "results")
@@ -479,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
             if not args.no_fill:
                 copy = work / f"fill-{size}.sqlite"
                 shutil.copyfile(db, copy)
-                row.update(measure_fill(sample, copy))
+                row.update(measure_fill(sample, copy, args.budget or None))
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             shutil.rmtree(root)
@@ -489,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
         "sample_holes": None if args.no_fill else args.sample,
+        "sample_budget": args.budget or "default",
+        "load_average_at_end": os.getloadavg(),
         "sizes": rows,
         "growth": growth(rows),
     }
