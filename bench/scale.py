@@ -124,9 +124,15 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+#: CPU seconds of the last :func:`_timed` call (this process only: steady under load)
+_LAST_CPU = [0.0]
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
-    started = time.perf_counter()
+    """``fn()`` and its wall seconds; its CPU seconds are left in ``_LAST_CPU``."""
+    started, cpu = time.perf_counter(), time.process_time()
     value = fn()
+    _LAST_CPU[0] = time.process_time() - cpu
     return value, time.perf_counter() - started
 
 
@@ -156,6 +162,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     scanned, seconds = _timed(lambda: scan(collect_files([root])))
     holes = sum(len(h) for _, _, h, _ in scanned)
     result.update(files=len(scanned), holes=holes, scan_seconds=round(seconds, 3))
+    result["scan_cpu_seconds"] = round(_LAST_CPU[0], 3)
 
     ledger = Ledger(f"sqlite:///{db}")
     options = FillOptions()
@@ -184,6 +191,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     _, seconds = _timed(plan)
     result["plan_seconds"] = round(seconds, 3)
     result["plan_holes_per_second"] = round(holes / seconds, 1)
+    result["plan_cpu_seconds"] = round(_LAST_CPU[0], 3)
     # the queue alone: every item pushed again (priority with its dependents count), all popped
     while len(run.queue):
         run.queue.pop()
@@ -196,6 +204,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
 
     _, seconds = _timed(queue_ops)
     result["queue_ops_per_second"] = round(2 * len(items) / seconds, 1)
+    result["queue_ops_per_cpu_second"] = round(2 * len(items) / max(_LAST_CPU[0], 1e-9), 1)
 
     # one file of holes/10 declarations: the dependents count must stay linear in its size
     big = root.parent / f"{root.name}-one-file"
@@ -219,6 +228,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     _, seconds = _timed(one_file)
     result["one_file_holes"] = len(big_items)
     result["one_file_queue_seconds"] = round(seconds, 4)
+    result["one_file_queue_cpu_seconds"] = round(_LAST_CPU[0], 4)
     shutil.rmtree(big)
     result["rss_after_scan_and_queue_mb"] = round(_rss_mb(), 1)
     result["peak_rss_after_scan_and_queue_mb"] = round(_peak_mb(), 1)
@@ -279,6 +289,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     writes, seconds = _timed(record)
     result["ledger_writes"] = writes
     result["ledger_writes_per_second"] = round(writes / seconds, 1)
+    result["ledger_writes_cpu_seconds"] = round(_LAST_CPU[0], 3)
     _, seconds = _timed(ledger.stats)
     result["ledger_stats_in_process_seconds"] = round(seconds, 4)
     ledger.close()  # checkpoints the WAL into the file
@@ -402,9 +413,12 @@ COLUMNS = (
     ("holes", "holes", "{:d}"),
     ("files", "files", "{:d}"),
     ("scan_seconds", "scan s", "{:.2f}"),
+    ("scan_cpu_seconds", "scan CPU s", "{:.2f}"),
     ("plan_holes_per_second", "plan holes/s", "{:.0f}"),
     ("queue_ops_per_second", "queue ops/s", "{:.0f}"),
     ("one_file_queue_seconds", "1-file queue s", "{:.3f}"),
+    ("one_file_queue_cpu_seconds", "1-file queue CPU s", "{:.3f}"),
+    ("queue_ops_per_cpu_second", "queue ops/CPU s", "{:.0f}"),
     ("peak_rss_after_scan_and_queue_mb", "RSS MiB", "{:.0f}"),
     ("ledger_bytes", "ledger MB", "{}"),
     ("ledger_writes_per_second", "ledger writes/s", "{:.0f}"),
