@@ -78,6 +78,7 @@ __all__ = [
     "collect_files",
     "default_strategies",
     "fill",
+    "scan",
 ]
 
 
@@ -114,6 +115,22 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in files))
 
 
+#: one scanned file: (path, its text or None if unreadable, its holes, the error if any)
+Scanned = tuple[Path, str | None, list[Hole], str]
+
+
+def scan(files: Iterable[Path]) -> list[Scanned]:
+    """Read every file and find its holes; an unreadable file keeps its error."""
+    scanned: list[Scanned] = []
+    for path in files:
+        try:
+            content, holes = load_source(path)
+            scanned.append((path, content, holes, ""))
+        except UnreadableSource as exc:
+            scanned.append((path, None, [], str(exc)))
+    return scanned
+
+
 async def fill(
     paths: Sequence[Path],
     ledger: Ledger,
@@ -137,13 +154,7 @@ async def fill(
             strategies += llm_strategies(ledger, root, budget_usd=options.orch.llm_budget_usd)
     report = FillReport()
     started = time.monotonic()
-    scanned: list[tuple[Path, str | None, list[Hole], str]] = []
-    for path in files:
-        try:
-            content, holes = load_source(path)
-            scanned.append((path, content, holes, ""))
-        except UnreadableSource as exc:
-            scanned.append((path, None, [], str(exc)))
+    scanned = scan(files)
     if on_files is not None:
         on_files([(path, len(holes)) for path, _, holes, _ in scanned])
 
@@ -285,7 +296,7 @@ def _tools_for(path: Path, run: GoalRun, tools: dict[tuple[str, ...], Tools]) ->
 
 async def _plan(
     run: GoalRun,
-    scanned: list[tuple[Path, str | None, list[Hole], str]],
+    scanned: list[Scanned],
     tools: dict[tuple[str, ...], Tools],
     sessions: int,
 ) -> None:

@@ -7,7 +7,6 @@ import contextlib
 import dataclasses
 import difflib
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -47,7 +46,7 @@ from .reports import (
 from .scheduler.bandit import ArmStats, Bandit, goal_class
 from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import race
-from .scheduler.queue import GoalQueue, priority
+from .scheduler.queue import GoalQueue, Mentions, priority
 from .strategies.base import Strategy, StrategyResult
 from .strategies.hammer import (
     FOUND_WITH_TACTICS,
@@ -133,7 +132,7 @@ def language_of_strategy(strategy: Strategy) -> str:
 
 def _mentions(text: str, name: str) -> int:
     """How many times ``name`` appears in ``text`` as a whole identifier."""
-    return len(re.findall(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text)) if name else 0
+    return Mentions(text).after(name)
 
 
 class ProjectTools:
@@ -218,6 +217,14 @@ class FileState:
     report: FileReport
     pending: int
     candidates: list[Candidate] = field(default_factory=list)
+    #: identifier positions of ``text``, for the queue's dependents count (made once)
+    mentions: Mentions | None = None
+
+    def mentions_after(self, name: str, offset: int) -> int:
+        """Whole-identifier mentions of ``name`` in ``text`` from ``offset`` on."""
+        if self.mentions is None:
+            self.mentions = Mentions(self.text)
+        return self.mentions.after(name, offset)
 
 
 @dataclass(slots=True)
@@ -301,7 +308,7 @@ class GoalRun:
         self, item: GoalItem, failures: int = 0, first_seen: datetime | None = None
     ) -> None:
         hole = item.hole
-        dependents = _mentions(item.file.text[hole.proof_end :], hole.goal.name)
+        dependents = item.file.mentions_after(hole.goal.name, hole.proof_end)
         stuck = 0.0
         if first_seen is not None:
             seen = first_seen if first_seen.tzinfo else first_seen.replace(tzinfo=UTC)

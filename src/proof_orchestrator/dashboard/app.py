@@ -33,7 +33,10 @@ from .figures import overview_charts
 from .live import live_gauges, live_payload, sse_events
 from .templates import environment
 
-__all__ = ["create_app"]
+__all__ = ["MAX_PAGE", "create_app"]
+
+#: the largest page of ``/api/goals`` (``limit``)
+MAX_PAGE = 1000
 
 
 class _LedgerCollector(Collector):
@@ -144,9 +147,18 @@ def create_app(
 
     @app.get("/api/goals")
     def api_goals(
-        status: str | None = None, file: str | None = None, strategy: str | None = None
+        response: Response,
+        status: str | None = None,
+        file: str | None = None,
+        strategy: str | None = None,
+        limit: int | None = Query(None, ge=1, le=MAX_PAGE, description="goals per page"),
+        offset: int = Query(0, ge=0, description="goals to skip (in file, line order)"),
     ) -> list[dict[str, Any]]:
-        return reader.goals(status=status, file=file, strategy=strategy)
+        """Goals in (file, line) order; ``limit``/``offset`` page them, and the
+        ``X-Total-Count`` header gives the number of goals matching the filters."""
+        total = reader.count_goals(status=status, file=file, strategy=strategy)
+        response.headers["X-Total-Count"] = str(total)
+        return reader.goals(status=status, file=file, strategy=strategy, limit=limit, offset=offset)
 
     @app.get("/api/goals/{goal_id}")
     def api_goal(goal_id: int) -> dict[str, Any]:

@@ -931,42 +931,69 @@ class LedgerReader:
             for t in reversed(self.ledger.tickets())
         ]
 
+    @staticmethod
+    def _winner() -> Any:
+        """The strategy of a goal's proof (a subquery correlated to the goal's row)."""
+        return (
+            select(func.max(Proof.strategy))
+            .where(Proof.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+
+    @classmethod
+    def _goal_filters(cls, status: str | None, file: str | None, strategy: str | None) -> list[Any]:
+        filters: list[Any] = []
+        if status:
+            filters.append(GoalRow.status == status)
+        if file:
+            filters.append(GoalRow.file.contains(file))
+        if strategy:
+            filters.append(cls._winner() == strategy)
+        return filters
+
     def goals(
-        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+        self,
+        *,
+        status: str | None = None,
+        file: str | None = None,
+        strategy: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
     ) -> list[dict[str, Any]]:
+        """Goals in (file, line) order with their attempt count and proving strategy.
+
+        ``limit`` and ``offset`` page the list. The attempt count and the
+        strategy are looked up for the returned goals only (correlated
+        subqueries on the indexed ``goal_id`` columns), so a page does not
+        aggregate the whole attempts table.
+        """
+        attempts = (
+            select(func.count())
+            .select_from(Attempt)
+            .where(Attempt.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+        query = (
+            select(
+                GoalRow.id,
+                GoalRow.file,
+                GoalRow.name,
+                GoalRow.line,
+                GoalRow.statement,
+                GoalRow.status,
+                GoalRow.fingerprint,
+                attempts.label("n"),
+                self._winner().label("strategy"),
+            )
+            .where(*self._goal_filters(status, file, strategy))
+            .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
         with self.ledger.engine.connect() as connection:
-            attempts = (
-                select(Attempt.goal_id, func.count().label("n"))
-                .group_by(Attempt.goal_id)
-                .subquery()
-            )
-            winners = (
-                select(Proof.goal_id, func.max(Proof.strategy).label("strategy"))
-                .group_by(Proof.goal_id)
-                .subquery()
-            )
-            query = (
-                select(
-                    GoalRow.id,
-                    GoalRow.file,
-                    GoalRow.name,
-                    GoalRow.line,
-                    GoalRow.statement,
-                    GoalRow.status,
-                    GoalRow.fingerprint,
-                    attempts.c.n,
-                    winners.c.strategy,
-                )
-                .outerjoin(attempts, attempts.c.goal_id == GoalRow.id)
-                .outerjoin(winners, winners.c.goal_id == GoalRow.id)
-                .order_by(GoalRow.file, GoalRow.line)
-            )
-            if status:
-                query = query.where(GoalRow.status == status)
-            if file:
-                query = query.where(GoalRow.file.contains(file))
-            if strategy:
-                query = query.where(winners.c.strategy == strategy)
             return [
                 {
                     "id": row.id,
@@ -981,6 +1008,30 @@ class LedgerReader:
                 }
                 for row in connection.execute(query).all()
             ]
+
+    def count_goals(
+        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+    ) -> int:
+        """How many goals :meth:`goals` lists with the same filters and no page."""
+        query = (
+            select(func.count())
+            .select_from(GoalRow)
+            .where(*self._goal_filters(status, file, strategy))
+        )
+        with self.ledger.engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def open_statements(self) -> list[str]:
+        """The statements of the goals not proved yet (the overview's difficulty chart).
+
+        Only the statement column of those rows: no join, no attempt counts.
+        """
+        with self.ledger.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(GoalRow.statement).where(GoalRow.status != "proved")
+                ).scalars()
+            )
 
     def goal(self, goal_id: int) -> dict[str, Any] | None:
         with self.ledger.engine.connect() as connection:
@@ -1046,8 +1097,13 @@ class LedgerReader:
                 for r in rows
             ]
 
-    def proofs_over_time(self) -> list[tuple[datetime, int]]:
-        """(time, cumulative number of verified proofs)."""
+    def proofs_over_time(self, max_points: int = 500) -> list[tuple[datetime, int]]:
+        """(time, cumulative number of verified proofs), at most ``max_points`` of them.
+
+        With more proofs than that, evenly spaced points are kept (the first and
+        the last among them), each with its exact cumulative count: a chart of
+        20,000 proofs stays a few hundred points.
+        """
         with self.ledger.engine.connect() as connection:
             times = [
                 t
@@ -1055,7 +1111,11 @@ class LedgerReader:
                     select(Proof.verified_at).order_by(Proof.verified_at)
                 )
             ]
-        return [(t, i + 1) for i, t in enumerate(times)]
+        points = [(t, i + 1) for i, t in enumerate(times)]
+        if len(points) <= max_points:
+            return points
+        last, keep = len(points) - 1, max(2, max_points)
+        return [points[round(j * last / (keep - 1))] for j in range(keep)]
 
     def files(self) -> list[dict[str, Any]]:
         with self.ledger.engine.connect() as connection:
