@@ -19,7 +19,7 @@ import itertools
 import math
 import re
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -136,37 +136,55 @@ def proofs_in_prefix(prefix: Sequence[str]) -> list[_Proof]:
 
 
 class FileModels:
-    """One model per file, fed by mining its proofs in order as holes further down need them.
+    """The k-NN models of files, one per loaded prefix, fed by mining the proofs above the hole.
+
+    Each ``Qed`` proof is mined (replayed) once per file and its pairs kept; the
+    model for a hole is the seed plus the pairs of exactly the proofs in its
+    prefix, so a proof below the hole (mined for a later hole first) never
+    reaches it. Models are cached per prefix: every attempt on a hole and every
+    node of a search share one, instead of scanning the prefix each time.
 
     ``proved`` (statement, script) pairs, such as the ledger's verified proofs,
     seed every file's model: the statement stands for the first state and the
     script's first sentence for its tactic.
     """
 
-    def __init__(self, proved: Sequence[tuple[str, Sequence[str]]] = ()) -> None:
-        self._seed = [(statement, script[0]) for statement, script in proved if script]
-        self._models: dict[str, tuple[TacticModel, set[str]]] = {}
+    def __init__(self, proved: Sequence[tuple[str, Sequence[str]]] = (), size: int = 64) -> None:
+        self._seed = [(features(s), script[0]) for s, script in proved if script]
+        #: file -> proof name -> its mined (features, tactic) pairs
+        self._mined: dict[str, dict[str, list[tuple[dict[int, float], str]]]] = {}
+        self._models: OrderedDict[tuple[str, tuple[str, ...]], TacticModel] = OrderedDict()
+        self.size = size
         #: CPU seconds spent replaying proofs to mine them
         self.cpu_seconds = 0.0
+        #: models assembled (misses) and reused (hits)
+        self.built = 0
+        self.reused = 0
 
     async def model_for(self, session: CoqSession, *, max_new: int = 400) -> TacticModel:
-        """The model of ``session``'s file, with every proof before the hole mined."""
-        model, mined = self._model(session)
-        prefix = session.prefix
-        fresh = [p for p in proofs_in_prefix(prefix[:-1]) if p.name not in mined][:max_new]
-        for proof in fresh:
-            mined.add(proof.name)
-            await self._mine(session, prefix, proof, model)
+        """The model at ``session``'s hole: the seed and every proof before the hole, mined."""
+        file, prefix = str(session.goal.file), tuple(session.prefix)
+        key = (file, prefix)
+        cached = self._models.get(key)
+        if cached is not None:
+            self.reused += 1
+            self._models.move_to_end(key)
+            return cached
+        mined = self._mined.setdefault(file, {})
+        proofs = proofs_in_prefix(prefix[:-1])
+        fresh = [p for p in proofs if p.name not in mined]
+        for proof in fresh[:max_new]:
+            pairs = mined[proof.name] = []
+            await self._mine(session, prefix, proof, pairs)
+        model = TacticModel(list(self._seed))
+        for proof in proofs:
+            model.pairs += mined.get(proof.name, ())
+        self.built += 1
+        if len(fresh) <= max_new:  # complete: later calls at this prefix reuse it
+            self._models[key] = model
+            while len(self._models) > self.size:
+                self._models.popitem(last=False)
         return model
-
-    def _model(self, session: CoqSession) -> tuple[TacticModel, set[str]]:
-        key = str(session.goal.file)
-        if key not in self._models:
-            model = TacticModel()
-            for statement, tactic in self._seed:
-                model.add(statement, tactic)
-            self._models[key] = (model, set())
-        return self._models[key]
 
     async def learn(self, session: CoqSession, body: Sequence[str]) -> None:
         """Mine the proof ``body`` of the lemma ``session`` is open on, from its root.
@@ -176,20 +194,24 @@ class FileModels:
         earlier proof for the goals further down, and mining it in place costs
         one replay instead of a session of its own later.
         """
-        model, mined = self._model(session)
+        mined = self._mined.setdefault(str(session.goal.file), {})
         if session.goal.name in mined:
             return
-        mined.add(session.goal.name)
+        pairs = mined[session.goal.name] = []
         before = session.cpu_seconds()
         try:
-            await self._replay(session, body, model)
+            await self._replay(session, body, pairs)
         except ProverError:
             return
         finally:
             self.cpu_seconds += session.cpu_seconds() - before
 
     async def _mine(
-        self, session: CoqSession, prefix: Sequence[str], proof: _Proof, model: TacticModel
+        self,
+        session: CoqSession,
+        prefix: Sequence[str],
+        proof: _Proof,
+        pairs: list[tuple[dict[int, float], str]],
     ) -> None:
         opener = 1 if proof.body and proof.body[0].startswith("Proof") else 0
         codes = list(prefix[: proof.statement + 1 + opener])
@@ -197,14 +219,16 @@ class FileModels:
         try:
             async with session.prover.session_at(goal, codes) as replay:
                 try:
-                    await self._replay(replay, proof.body[opener:], model)
+                    await self._replay(replay, proof.body[opener:], pairs)
                 finally:
                     self.cpu_seconds += replay.cpu_seconds()
         except (ProverError, PrefixError):
             return
 
     @staticmethod
-    async def _replay(replay: CoqSession, body: Sequence[str], model: TacticModel) -> None:
+    async def _replay(
+        replay: CoqSession, body: Sequence[str], pairs: list[tuple[dict[int, float], str]]
+    ) -> None:
         state = replay.root
         display = (await replay.run_tactic("idtac.", state, timeout=5)).goals
         for sentence in body:
@@ -216,7 +240,7 @@ class FileModels:
             if not result.ok:
                 return
             if not bullet and display:
-                model.add(display[0], sentence)
+                pairs.append((features(display[0]), sentence))
             state = result.state
             if result.status is TacticStatus.COMPLETE:
                 return
