@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.bank import run_bank
 from proof_orchestrator.cli import app as cli_app
+from proof_orchestrator.config import Settings
 from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.dashboard.charts import plotly_js
 from proof_orchestrator.dashboard.report import render_html
@@ -44,7 +45,10 @@ def bank_ledger(
     for name in ("BankOption.v", "BankBool.v"):
         shutil.copyfile(BANK / "coq" / name, bank / "coq" / name)
     shutil.copyfile(BANK / "index.tsv", bank / "index.tsv")
-    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    # quick tactics: the subject is the run's record, not the strategies' strength
+    options = FillOptions(
+        budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0), orch=Settings(profile=0)
+    )
     result, _ = asyncio.run(run_bank(bank, root / "results", options))
     ledger = Ledger(f"sqlite:///{result['ledger']}")
     (root / "project").mkdir()

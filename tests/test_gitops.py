@@ -60,7 +60,7 @@ def _fill(repo: Path, *extra: str) -> tuple[int, str, str]:
     """(exit code, stdout, everything printed)."""
     result = runner.invoke(
         app,
-        ["fill", str(repo / "Nat.v"), "--git", "--json", "--budget", "3", *extra],
+        ["fill", str(repo / "Nat.v"), "--git", "--json", "--budget", "3", "--profile", "0", *extra],
         catch_exceptions=False,
     )
     return result.exit_code, result.stdout, result.output

@@ -151,3 +151,17 @@ def test_the_import_goes_after_the_last_require_before_the_hole(
     at, inserted = import_insertion(text, [Patch(hole, ("exact I.",), (), (TACTICS_IMPORT,))])
     assert at == expected_at
     assert TACTICS_IMPORT in inserted
+
+
+async def test_hammer_on_a_false_goal_leaves_no_cache_file_in_the_project(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    """Loading CoqHammer loads Lia, whose failures write .lia.cache into the working folder."""
+    path = tmp_path / "False.v"
+    text = "Lemma hopeless : forall n : nat, n = S n.\nAdmitted.\n"
+    path.write_text(text, encoding="utf-8")
+    options = FillOptions(budget=Budget(cpu_seconds=8.0, tactic_seconds=1.0))
+    report = await fill([path], ledger, options, strategies=[HammerStrategy()])
+    assert report.goals[0].outcome is not Outcome.PROVED
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".cache")) == []
+    assert path.read_text(encoding="utf-8") == text

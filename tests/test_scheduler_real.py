@@ -99,7 +99,9 @@ def test_sigterm_then_restart_searches_no_found_proof_again(tmp_path: Path) -> N
     path = tmp_path / "Mixed.v"
     path.write_text(EASY_AND_HARD)
     db = tmp_path / "l.sqlite"
+    # resuming is the subject, not the strategies: quick tactics, short budgets
     args = [sys.executable, "-m", "proof_orchestrator.cli", "fill", str(path), "--db", str(db)]
+    args += ["--profile", "0", "--budget", "2", "--budget-cap", "4"]
     first = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for_attempts(db, 8)
     first.send_signal(signal.SIGTERM)

@@ -59,8 +59,15 @@ __all__ = [
 ]
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
+#: CoqHammer loads Lia, whose failures would otherwise write ``.lia.cache`` (and kin)
+#: into the project's folder, the prover's working directory
+NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
 #: sentences that load CoqHammer (in front of a file in ``orch eval``, before a statement here)
-HAMMER_PREAMBLE = ("From Hammer Require Import Hammer.", "Set Hammer GSMode 2.")
+HAMMER_PREAMBLE = (
+    "From Hammer Require Import Hammer.",
+    "Set Hammer GSMode 2.",
+    *NO_MICROMEGA_CACHE,
+)
 #: the import ``--allow-import hammer-tactics`` lets a proof add
 TACTICS_IMPORT = "From Hammer Require Import Tactics."
 #: a found proof is said to need CoqHammer's tactics with this opening
@@ -200,7 +207,7 @@ class SautoStrategy(_QuickTactics):
         if await _has_hammer_tactics(session) or not self.allow_tactics_import:
             return await super().prove(session, goal, budget)
         started = time.monotonic()
-        async with session.side_session((TACTICS_IMPORT,)) as side:
+        async with session.side_session((TACTICS_IMPORT, *NO_MICROMEGA_CACHE)) as side:
             found = await super().prove(side, goal, budget)
         if found.outcome is not Outcome.CANDIDATE:
             return found
@@ -287,7 +294,7 @@ class HammerStrategy:
         left = budget.cpu_seconds - spent()
         if left <= 0:
             return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
-        async with session.side_session((TACTICS_IMPORT,)) as side:
+        async with session.side_session((TACTICS_IMPORT, *NO_MICROMEGA_CACHE)) as side:
             sides.append(side)
             check = await side.run_tactic(
                 printed, side.root, timeout=max(5.0, left), cpu_limit=left
