@@ -15,6 +15,7 @@ from proof_orchestrator.pipeline import LEDGER_REPLAY, FileStatus, FillOptions, 
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.provers.coq import CoqSession
 from proof_orchestrator.strategies.base import StrategyResult
+from proof_orchestrator.strategies.micro import MicroStrategy
 
 from .conftest import coqc_ok
 
@@ -239,3 +240,14 @@ async def test_file_that_cannot_be_split_is_reported_and_untouched(
     assert report.files[0].status is FileStatus.UNREADABLE
     assert "unterminated comment" in report.files[0].message
     assert path.read_text() == text
+
+
+async def test_a_failing_lia_leaves_no_cache_file_in_the_project(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    """Coq writes .lia.cache into its working folder, the user's project; sessions turn it off."""
+    path = write_v("Lia.v", "Require Import Lia.\n" + FALSE)
+    report = await fill([path], ledger, FAST, strategies=[MicroStrategy()])
+    assert report.proved == 0
+    assert report.goals[0].tactics_tried > 0
+    assert sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".cache")) == []

@@ -35,12 +35,18 @@ from .base import ProofState, TacticResult, TacticStatus
 from .coqtop import CoqTop
 from .process import run_command
 
-__all__ = ["CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
+__all__ = ["NO_MICROMEGA_CACHE", "CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
 
 _NO_MORE_GOALS = re.compile(r"^No more goals\.$", re.M)
 _GOAL_COUNT = re.compile(r"^(\d+) goals?\b", re.M)
 #: how coqtop reports an error in the sentence it was sent (location, then ``Error:``)
 _SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*Error:", re.M)
+
+
+#: a failing ``lia``/``nia``/``nra`` writes ``.lia.cache`` (and kin) into the prover's
+#: working directory, the user's project: sessions turn the caches off before the goal
+#: (a warning, harmless, where Lia is not loaded)
+NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
 
 
 class PrefixError(ProjectError):
@@ -420,6 +426,8 @@ class CoqProver:
         index = None
         if statement_start is not None:
             index = sum(1 for s in self._split_cache[source] if s.end <= statement_start)
+            codes = [*codes[:index], *NO_MICROMEGA_CACHE, *codes[index:]]
+            index += len(NO_MICROMEGA_CACHE)
         return self.session_at(goal, codes, statement_index=index)
 
     @asynccontextmanager

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 
 from ..goals import Budget, Goal, Outcome
 from ..provers.base import TacticResult, TacticStatus
-from ..provers.coq import CoqSession
+from ..provers.coq import NO_MICROMEGA_CACHE, CoqSession
 from .base import StrategyResult
 from .micro import _QuickTactics
 
@@ -59,9 +59,6 @@ __all__ = [
 ]
 
 HAMMER_LIBEXEC = "/usr/libexec/coq-hammer"
-#: CoqHammer loads Lia, whose failures would otherwise write ``.lia.cache`` (and kin)
-#: into the project's folder, the prover's working directory
-NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
 #: sentences that load CoqHammer (in front of a file in ``orch eval``, before a statement here)
 HAMMER_PREAMBLE = (
     "From Hammer Require Import Hammer.",
