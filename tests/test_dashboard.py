@@ -5,15 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 from sqlalchemy import update
 from typer.testing import CliRunner
@@ -30,6 +26,7 @@ from proof_orchestrator.ledger.models import LiveRun
 from proof_orchestrator.pipeline import FillOptions
 
 from .conftest import BANK, REPO
+from .served import served
 
 ARTIFACTS = REPO / "test-artifacts"
 
@@ -208,32 +205,11 @@ def test_non_loopback_bind_without_token_refuses_to_start(tmp_path: Path) -> Non
     assert "without a token" in result.output
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def server(bank_ledger: tuple[Ledger, Path, dict]) -> Iterator[str]:
     ledger, root, _ = bank_ledger
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(ledger, root / "project", results_dir=root / "results"),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with served(create_app(ledger, root / "project", results_dir=root / "results")) as url:
+        yield url
 
 
 def test_live_state_streams_as_server_sent_events(

@@ -5,31 +5,22 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.ledger import Ledger
 
 from .conftest import BANK, REPO
+from .served import served
 
 ARTIFACTS = REPO / "test-artifacts"
 ORCH = Path(sys.executable).with_name("orch")
 QUICK_STRATEGIES = {"micro", "induction", "cached"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture
@@ -46,23 +37,8 @@ def project(tmp_path: Path) -> tuple[Path, str]:
 def dashboard(project: tuple[Path, str]) -> Iterator[str]:
     root, url = project
     ledger = Ledger(url)  # made before the run starts, so the dashboard can open it
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(ledger, root),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(create_app(ledger, root)) as url:
+        yield url
     ledger.close()
 
 
