@@ -1,23 +1,17 @@
 #!/usr/bin/env bash
-# Re-proving check on a real library file: copy it, turn its Qed proofs into
-# Admitted., run `orch fill` on the copy, and recompile the result.
-#   usage: bench/stdlib_fill.sh /usr/lib/ocaml/coq/theories/Bool/Bool.v [more orch fill options]
+# Re-proving check on real library files: copy them, turn their Qed proofs into
+# Admitted., run `orch fill` on the copies, recompile the results, and measure.
+#   usage: bench/stdlib_fill.sh FILE.v [FILE.v ...] [-- orch fill options]
+#   e.g.   bench/stdlib_fill.sh theories/Sets/Powerset_facts.v -- --budget 10 --cpu-target 1.0
+# Writes bench/results/<time>-stdlib-fill.json: holes, proved, the process tree's
+# CPU seconds (orch, its provers and their ATPs, from getrusage once all are
+# reaped), and the whole machine's busy fraction sampled from /proc/stat.
 set -euo pipefail
-src=${1:?usage: bench/stdlib_fill.sh FILE.v [orch fill options]}
-shift
 here=$(cd "$(dirname "$0")/.." && pwd)
 py="$here/.venv/bin/python"
+files=()
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do files+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+[ ${#files[@]} -gt 0 ] || { echo "usage: bench/stdlib_fill.sh FILE.v... [-- orch fill options]" >&2; exit 2; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/orch-stdlib-XXXXXX")
-copy="$work/$(basename "$src")"
-"$py" - "$src" "$copy" <<'PY'
-import sys
-from pathlib import Path
-from proof_orchestrator.project.coq_holes import admit_proofs
-text, hidden = admit_proofs(Path(sys.argv[1]).read_text())
-Path(sys.argv[2]).write_text(text)
-print(f"{len(hidden)} Qed proofs hidden in {sys.argv[2]}")
-PY
-"$here/.venv/bin/orch" fill "$copy" --db "$work/ledger.sqlite" "$@"
-remaining=$(grep -c "Admitted\." "$copy" || true)
-if (cd "$work" && coqc "$(basename "$copy")" >/dev/null); then ok=yes; else ok=NO; fi
-echo "after fill: $remaining holes remain; the file compiles: $ok; work folder: $work"
+exec "$py" "$here/bench/stdlib_fill.py" "$work" "${files[@]}" -- "$@"

@@ -108,7 +108,7 @@ def test_migrations_make_exactly_the_models_schema(any_ledger_url: str) -> None:
     finally:
         engine.dispose()
     assert differences == []
-    assert version == "0006"
+    assert version == "0007"
 
 
 # the schema written by the first release, before migrations existed
@@ -163,7 +163,7 @@ def test_a_ledger_from_the_first_release_is_upgraded_in_place(any_ledger_url: st
     ledger = Ledger(any_ledger_url)
     try:
         # the old attempt is still there, and budgets now read as 0
-        assert ledger.history("fp-old") == (1, ledger.history("fp-old")[1], {"micro": 0.0})
+        assert ledger.history("fp-old") == (1, ledger.history("fp-old")[1], 0.0)
         assert ledger.stats()["attempts"] == {"failed": 1}
         run = ledger.start_run("fill", {}, "8.16.1")
         assert ledger.record_attempt(
@@ -172,16 +172,17 @@ def test_a_ledger_from_the_first_release_is_upgraded_in_place(any_ledger_url: st
             fingerprint="fp-old",
             strategy="micro",
             outcome=Outcome.FAILED,
-            budget_seconds=20.0,
+            budget_seconds=5.0,
+            goal_budget_seconds=20.0,
             attempt_key="k1",
         )
-        assert ledger.history("fp-old")[2] == {"micro": 20.0}
+        assert ledger.history("fp-old")[2] == 20.0
     finally:
         ledger.close()
     engine = create_engine(any_ledger_url)
     columns = {c["name"] for c in inspect(engine).get_columns("attempts")}
     engine.dispose()
-    assert {"budget_seconds", "attempt_key"} <= columns
+    assert {"budget_seconds", "goal_budget_seconds", "attempt_key"} <= columns
 
 
 def test_an_attempt_written_twice_is_recorded_once(any_ledger_url: str) -> None:

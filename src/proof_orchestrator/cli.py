@@ -115,10 +115,19 @@ Portfolio = Annotated[
     int | None, typer.Option(help="strategies raced per goal [ORCH_PORTFOLIO, 2]")
 ]
 BudgetOpt = Annotated[
-    float | None, typer.Option(help="first CPU budget per goal and strategy, s [ORCH_BUDGET, 10]")
+    float | None,
+    typer.Option(
+        help="CPU seconds per goal for its first pass, all strategies and the orchestrator "
+        "together: cheap tactics first, the expensive strategies share the rest; a pass "
+        "that runs out is revisited at twice the budget [ORCH_BUDGET, 10]"
+    ),
 ]
 BudgetCap = Annotated[
-    float | None, typer.Option(help="park a goal past this budget, s [ORCH_BUDGET_CAP, 160]")
+    float | None,
+    typer.Option(
+        help="largest per-goal budget: a goal that failed at it is parked (set it to "
+        "--budget for a single pass) [ORCH_BUDGET_CAP, 160]"
+    ),
 ]
 ProverMemory = Annotated[
     int | None, typer.Option(help="memory cap of one prover, MiB [ORCH_PROVER_MEMORY_MB]")

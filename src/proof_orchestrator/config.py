@@ -43,7 +43,7 @@ class Settings:
     bandit: str = "thompson"
     #: strategies run at once on one goal (speculative portfolio)
     portfolio: int = 2
-    #: first CPU budget of one strategy on one goal (seconds); doubled on each retry
+    #: CPU seconds of a goal's first pass, all its strategies together; doubled on a revisit
     budget: float = 10.0
     #: a goal is parked once its budget would exceed this (seconds)
     budget_cap: float = 160.0
@@ -63,6 +63,7 @@ class Settings:
     @property
     def allowed_imports(self) -> frozenset[str]:
         return frozenset(n.strip() for n in self.allow_import.split(",") if n.strip())
+
     #: add the llm strategies (also on with profile 2); the provider is the ``[llm]`` table
     use_llm: bool = False
     #: stop model requests once a run has spent this much, USD (0: the ``[llm]`` budget_usd)

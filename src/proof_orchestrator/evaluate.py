@@ -11,10 +11,17 @@ lemmas would be in scope (``orch eval`` refuses such files).
 Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:
 
-* ``portfolio``: our strategies one after another within the budget, each
-  with a cap (:data:`PORTFOLIO`): quick tactics, best-first search (the k-NN
-  model mined from the file's earlier proofs, retrieved premises, closing and
-  structural steps), induction, then ``hammer`` with what is left;
+* ``portfolio``: what ``orch fill`` runs on the goal, the same code
+  (:meth:`GoalRun.search <proof_orchestrator.worker.GoalRun.search>`): the
+  default profile's strategies, ranked by the same bandit (learning as the
+  evaluation goes, from an empty ledger), the cheap ones first and the
+  expensive ones (best-first search with the k-NN model mined from the
+  file's earlier proofs and retrieved premises, then ``hammer`` in a side
+  session with its proof rebuilt from standard tactics) sharing what is
+  left of the goal's budget. It works in the file as ``orch fill`` does,
+  without CoqHammer in front. One pass, no revisit; its candidate is checked
+  like any arm's (the gate, then ``Qed`` and the axiom audit in the goal's
+  own session);
 * ``hammer`` (``--baseline hammer``): CoqHammer as its users run it,
   ``Timeout B hammer.`` with CoqHammer's defaults (``Set Hammer GSMode 2``
   on two cores, as its documentation advises), B the budget. Its CPU time
@@ -33,9 +40,9 @@ others), and, for the portfolio, which strategy proved what.
 
 An arm's CPU time is the prover's (coqtop and the ATPs it ran) plus this
 process's own, all threads (search, ranking, features, and the premise index,
-which is built in a worker thread). Once every arm is done with a goal,
-its hidden proof is mined for the k-NN model (it is an earlier proof for the
-goals below); that replay is charged to the portfolio as training time.
+which is built in a worker thread). For the portfolio it also counts the
+replays that mine the file's earlier proofs for the k-NN model (reported as
+training time too) and the attempts cancelled when another strategy won.
 With ``workers > 1`` files are evaluated in separate processes, so each
 process's CPU time belongs to one arm at a time. Rows are appended to a
 journal as they finish, so a crash loses at most the goal in progress.
@@ -44,10 +51,12 @@ journal as they finish, so a crash loses at most the goal in progress.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import random
 import re
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -56,23 +65,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .config import Settings
 from .coqscript import check_script
 from .errors import OrchError, ProverError, ScriptRejected
 from .goals import Budget, Outcome
+from .ledger import Ledger
 from .project.coq_holes import CoqHole, declared_axioms, qed_proofs
 from .project.coqproject import project_for
 from .provers.base import TacticStatus
 from .provers.coq import CoqProver, CoqSession, CoqSettings, PrefixError
-from .strategies.base import Strategy, StrategyResult
+from .reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from .scheduler.governor import CpuGovernor
+from .strategies.base import StrategyResult
 from .strategies.hammer import (
     HAMMER_PREAMBLE,
     HammerStrategy,
     hammer_environment,
     reconstruction,
 )
-from .strategies.knn import FileModels
-from .strategies.micro import InductionStrategy, MicroStrategy, _QuickTactics
+from .strategies.micro import _QuickTactics
 from .strategies.search import SearchStrategy
+from .worker import NO_BUDGET_LEFT, FileState, GoalItem, GoalRun, ProjectTools, default_strategies
 
 __all__ = [
     "ARMS",
@@ -103,13 +116,6 @@ TACTICS_BASELINE = (
 ARMS = ("portfolio", "hammer", "hammer-capped", "tactics")
 #: the peers ``--baseline`` accepts
 BASELINES = ARMS[1:]
-#: the portfolio's order, with the share of the budget each may use at most
-PORTFOLIO = (
-    ("micro", 0.1),
-    ("search", 0.3),
-    ("induction", 0.1),
-    ("hammer", 1.0),
-)
 
 
 class EvalError(OrchError):
@@ -181,13 +187,9 @@ def _arm_clock(session: CoqSession) -> Callable[[], float]:
 
 
 async def _run_arm(
-    arm: str,
-    session: CoqSession,
-    hole: CoqHole,
-    budget: Budget,
-    models: FileModels,
+    arm: str, session: CoqSession, hole: CoqHole, budget: Budget
 ) -> tuple[StrategyResult | None, str]:
-    """The arm's first candidate (or None) and the strategy that found it."""
+    """A peer's first candidate (or None) and the strategy that found it."""
     if arm == "hammer":
         return await _hammer_as_users_run_it(session, budget), "hammer"
     if arm == "hammer-capped":
@@ -196,30 +198,74 @@ async def _run_arm(
     if arm == "tactics":
         found = await _FixedTactics().prove(session, hole.goal, budget)
         return (found, "tactics") if found.outcome is Outcome.CANDIDATE else (None, "")
-    # sauto and standalone retrieval are left out: on the dev files they proved
-    # nothing the others missed (hammer's reconstruction uses the sauto family,
-    # search uses the retrieved premises)
-    strategies: dict[str, Strategy] = {
-        "micro": MicroStrategy(),
-        "search": SearchStrategy(models, max_expansions=200),
-        "induction": InductionStrategy(),
-        "hammer": HammerStrategy(),
-    }
-    spent = _arm_clock(session)
-    for name, share in PORTFOLIO:
-        left = budget.cpu_seconds - spent()
-        if left <= 0.3:
-            break
-        cap = min(left, max(1.0, share * budget.cpu_seconds))
-        part = Budget(cap, budget.tactic_seconds, budget.grace_seconds)
-        found = await strategies[name].prove(session, hole.goal, part)
-        if found.outcome is Outcome.CANDIDATE:
-            try:
-                check_script(found.sentences)
-            except ScriptRejected:
-                continue  # the gate would refuse it: the next strategy may do better
-            return found, name
-    return None, ""
+    raise EvalError(f"unknown arm {arm!r}")
+
+
+class FillPortfolio:
+    """The portfolio arm: ``orch fill``'s pass over a goal, run on the evaluation's goals.
+
+    One :class:`~proof_orchestrator.worker.GoalRun` per process, with the
+    default profile's strategies and a ledger of its own (a scratch SQLite
+    file, empty at the start, as for a project ``orch fill`` has not seen).
+    The CPU governor is not sampled: ``portfolio`` strategies run at once, as
+    many as ``orch fill`` races on one goal, and nothing is throttled.
+    """
+
+    def __init__(self, budget: Budget, workdir: Path) -> None:
+        self.ledger = Ledger(f"sqlite:///{workdir / 'eval-ledger.sqlite'}")
+        settings = Settings(
+            cpu_target=1.0, budget=budget.cpu_seconds, budget_cap=budget.cpu_seconds
+        )
+        self.options = FillOptions(budget=budget, reuse=False, orch=settings, command="eval")
+        governor = CpuGovernor(1.0, settings.max_light + settings.max_heavy)
+        governor.limit = settings.portfolio
+        report = FillReport()
+        report.run_id = self.ledger.start_run(
+            "eval", {"budget_cpu_seconds": budget.cpu_seconds}, ""
+        )
+        strategies = default_strategies(self.ledger, settings.profile)
+        self.run = GoalRun(self.ledger, self.options, strategies, report, governor, None)
+        self.governor = governor
+        self._tools: dict[tuple[str, ...], Any] = {}
+
+    def tools(self, path: Path) -> Any:
+        project = project_for(path)
+        if project.flags not in self._tools:
+            self._tools[project.flags] = ProjectTools(project, self.options, self.governor)
+        return self._tools[project.flags]
+
+    def mined_cpu_seconds(self) -> float:
+        """CPU seconds the search's k-NN model has spent replaying earlier proofs so far."""
+        search = self.run.strategies.get("search")
+        return float(search.models.cpu_seconds) if isinstance(search, SearchStrategy) else 0.0
+
+    async def prove(
+        self, path: Path, text: str, hole: CoqHole
+    ) -> tuple[StrategyResult | None, str, float, str]:
+        """(the candidate or None, its strategy, the CPU seconds the pass used, an error).
+
+        The error is set when every attempt, retried once, ended in a prover error.
+        """
+        tools = self.tools(path)
+        own = time.process_time()
+        state = FileState(path, text, tools, FileReport(path, FileStatus.INTERRUPTED), 1)
+        report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
+        goal_id = self.ledger.upsert_goal(hole.goal)
+        item = GoalItem(hole, state, goal_id, report, self.options.budget.cpu_seconds)
+        outcome = await self.run.search(item)
+        # the mining replays are charged by the caller (they are the training time too)
+        cpu = report.cpu_seconds + time.process_time() - own
+        if outcome.winner is not None:
+            return outcome.results[outcome.winner], outcome.winner, cpu, ""
+        ran = [r for r in outcome.results.values() if r.message != NO_BUDGET_LEFT]
+        if ran and all(r.outcome is Outcome.ERROR for r in ran):
+            return None, "", cpu, "; ".join(r.message for r in ran)[:1000]
+        return None, "", cpu, ""
+
+    async def aclose(self) -> None:
+        for tools in self._tools.values():
+            await tools.aclose()
+        self.ledger.close()
 
 
 async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> StrategyResult | None:
@@ -306,10 +352,16 @@ async def evaluate(
             on_goal(row)
 
     if workers <= 1:
-        per_file = [
-            await _evaluate_file(path, picks, budget, tactic_seconds, finished)
-            for path, picks in jobs
-        ]
+        # one portfolio for every file: its bandit learns across them, as in one fill run
+        with tempfile.TemporaryDirectory(prefix="orch-eval-") as workdir:
+            portfolio = FillPortfolio(Budget(budget, tactic_seconds, 5.0), Path(workdir))
+            try:
+                per_file = [
+                    await _evaluate_file(path, picks, budget, tactic_seconds, finished, portfolio)
+                    for path, picks in jobs
+                ]
+            finally:
+                await portfolio.aclose()
     else:
         per_file = await _in_processes(jobs, budget, tactic_seconds, finished, workers)
     rows = [row for file_rows in per_file for row in file_rows]
@@ -364,23 +416,30 @@ async def _evaluate_file(
     budget: float,
     tactic_seconds: float,
     finished: Callable[[GoalRow], None],
+    portfolio: FillPortfolio | None = None,
 ) -> list[GoalRow]:
+    """The rows of one file's picked goals; ``portfolio`` is shared by the files of a process."""
     text = path.read_text(encoding="utf-8")
     proofs = qed_proofs(path, text)
     project = project_for(path)
     prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
-    models = FileModels()
     per_goal = Budget(budget, tactic_seconds, 5.0)
     rows: list[GoalRow] = []
-    try:
-        for index, order in picks:
-            hole, body = proofs[index]
-            row = await _goal(prover, models, path, text, hole, order, per_goal)
-            row.training_cpu_seconds = await _learn(prover, models, text, hole, body)
-            rows.append(row)
-            finished(row)
-    finally:
-        await prover.aclose()
+    with contextlib.ExitStack() as stack:
+        own = portfolio is None
+        if portfolio is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orch-eval-")))
+            portfolio = FillPortfolio(per_goal, workdir)
+        try:
+            for index, order in picks:
+                hole, _ = proofs[index]
+                row = await _goal(prover, portfolio, path, text, hole, order, per_goal)
+                rows.append(row)
+                finished(row)
+        finally:
+            await prover.aclose()
+            if own:
+                await portfolio.aclose()
     return rows
 
 
@@ -388,22 +447,29 @@ def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:
     return [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
 
 
-async def _learn(
-    prover: CoqProver, models: FileModels, text: str, hole: CoqHole, body: Sequence[str]
-) -> float:
-    """Mine the goal's own proof, now that the arms are done; its CPU seconds."""
-    own, mined = time.process_time(), models.cpu_seconds
+async def _checked(
+    session: CoqSession,
+    found: StrategyResult | None,
+    hole: CoqHole,
+    allowed: frozenset[str],
+    budget: Budget,
+) -> tuple[bool, str, tuple[str, ...]]:
+    """(solved, note, script): the gate, then ``Qed`` and the axiom audit in ``session``."""
+    if found is None:
+        return False, "", ()
     try:
-        async with prover.session_at(hole.goal, _prefix(prover, text, hole)) as session:
-            await models.learn(session, body)
-    except (ProverError, PrefixError):
-        pass
-    return models.cpu_seconds - mined + time.process_time() - own
+        script = check_script(found.sentences)
+    except ScriptRejected as exc:
+        return False, f"rejected: {exc}", ()
+    ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
+    extra = _new_axioms(assumptions, allowed) if ok else ["(Qed failed)"]
+    solved = ok and not extra
+    return solved, "" if solved else "rejected: " + ", ".join(extra), script
 
 
 async def _goal(
     prover: CoqProver,
-    models: FileModels,
+    portfolio: FillPortfolio,
     path: Path,
     text: str,
     hole: CoqHole,
@@ -416,25 +482,23 @@ async def _goal(
     for arm in order:
         began = time.monotonic()
         try:
-            mined_before = models.cpu_seconds
-            async with prover.session_at(hole.goal, prefix) as session:
-                spent = _arm_clock(session)
-                found, strategy = await _run_arm(arm, session, hole, budget, models)
-                # replaying earlier proofs for the k-NN model is charged to the arm that asked
-                cpu = spent() + (models.cpu_seconds - mined_before)
-                solved, note = False, ""
-                script: tuple[str, ...] = ()
-                if found is not None:
-                    try:
-                        script = check_script(found.sentences)
-                        ok, assumptions = await session.qed_check(
-                            script, hole.goal.name, budget.tactic_seconds + 5
-                        )
-                        extra = _new_axioms(assumptions, allowed) if ok else ["(Qed failed)"]
-                        solved = ok and not extra
-                        note = "" if solved else "rejected: " + ", ".join(extra)
-                    except ScriptRejected as exc:
-                        note = f"rejected: {exc}"
+            if arm == "portfolio":
+                mined = portfolio.mined_cpu_seconds()
+                found, strategy, cpu, error = await portfolio.prove(path, text, hole)
+                row.training_cpu_seconds += portfolio.mined_cpu_seconds() - mined
+                if error:
+                    row.arms[arm] = ArmResult(
+                        False, cpu, time.monotonic() - began, note=f"error: {error}"
+                    )
+                    continue
+                async with portfolio.tools(path).open_session(hole, text) as session:
+                    solved, note, script = await _checked(session, found, hole, allowed, budget)
+            else:
+                async with prover.session_at(hole.goal, prefix) as session:
+                    spent = _arm_clock(session)
+                    found, strategy = await _run_arm(arm, session, hole, budget)
+                    cpu = spent()
+                    solved, note, script = await _checked(session, found, hole, allowed, budget)
         except PrefixError as exc:
             # the same prefix fails for every arm: the hints of the libraries
             # CoqHammer loads can change what an earlier tactic does (in ListSet.v,

@@ -6,13 +6,16 @@
    them one at a time:
    - a proof the ledger already has (verified, or found and not yet
      verified when the last run was stopped) is replayed, never searched;
-   - otherwise the bandit ranks the strategies for the goal's class and the
-     portfolio races the best ``portfolio`` of them, each in a session slot
-     granted by the CPU governor; the first candidate cancels the others;
-   - a strategy that failed on this fingerprint at budget B (in this run or
-     an earlier one) is only run again at 2B, up to the cap; a goal whose
-     strategies timed out goes back into the queue with doubled budgets
-     (parked), behind fresher goals.
+   - otherwise one pass runs the goal's strategies within the goal's CPU
+     budget (``--budget``, all strategies together): the bandit ranks them
+     for the goal's class, the cheap ones go first, the expensive ones share
+     what is left (:mod:`.scheduler.budget`); ``portfolio`` of them run at
+     once, each in a session slot granted by the CPU governor, and the first
+     candidate cancels the others;
+   - a goal that failed at budget B (in this run or an earlier one) is only
+     tried again at 2B, up to ``--budget-cap``; a pass that ran out of budget
+     goes back into the queue at twice the budget (parked), behind fresher
+     goals.
 3. When a file's last goal is done, its candidates are verified together
    (one recompilation and the axiom audit, narrowing failures to the blamed
    candidates) and the file is written once, atomically.
@@ -146,9 +149,7 @@ async def fill(
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
-        strategies = default_strategies(
-            ledger, options.orch.profile, options.orch.allowed_imports
-        )
+        strategies = default_strategies(ledger, options.orch.profile, options.orch.allowed_imports)
         if options.orch.use_llm or options.orch.profile >= 2:
             root = project_for(files[0]).root if files else None
             strategies += llm_strategies(ledger, root, budget_usd=options.orch.llm_budget_usd)
@@ -336,6 +337,10 @@ async def _plan(
             file_report.goals.append(goal_report)
             goal_id = run.ledger.upsert_goal(hole.goal)
             failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)
-            budgets = run.budgets_for(failed, hole.goal.language)
-            item = GoalItem(hole, state, goal_id, goal_report, budgets)
+            budget = run.budget_for(failed)
+            if budget is None:
+                # parked: it failed at the cap before; replaying a known proof is all
+                # this run does (larger --budget-cap to search again)
+                budget = 0.0
+            item = GoalItem(hole, state, goal_id, goal_report, budget)
             run.enqueue(item, failures, first_seen)

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import dataclasses
 import difflib
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -44,8 +45,9 @@ from .reports import (
     GoalReport,
 )
 from .scheduler.bandit import ArmStats, Bandit, goal_class
+from .scheduler.budget import GoalBudget, cheap_first
 from .scheduler.governor import CpuGovernor
-from .scheduler.portfolio import race
+from .scheduler.portfolio import RaceResult, race
 from .scheduler.queue import GoalQueue, Mentions, priority
 from .strategies.base import Strategy, StrategyResult
 from .strategies.hammer import (
@@ -66,6 +68,7 @@ from .strategies.search import SearchStrategy
 
 __all__ = [
     "MAX_REVISITS_PER_RUN",
+    "NO_BUDGET_LEFT",
     "FileState",
     "GoalItem",
     "GoalRun",
@@ -76,10 +79,12 @@ __all__ = [
     "strong_strategies",
 ]
 
-#: within one run, a goal whose strategies timed out is revisited once with doubled
-#: budgets; after that it is parked, and later runs (or `orch bg` cycles) double
+#: within one run, a goal whose pass ran out of budget is revisited once with twice
+#: the budget; after that it is parked, and later runs (or `orch bg` cycles) double
 #: again from the ledger's record, up to `budget_cap`
 MAX_REVISITS_PER_RUN = 1
+#: the message of a strategy that did not start because its goal's budget was spent
+NO_BUDGET_LEFT = "not started: the goal's budget was spent"
 
 
 def default_strategies(
@@ -233,8 +238,8 @@ class GoalItem:
     file: FileState
     goal_id: int
     report: GoalReport
-    #: CPU budget of each strategy still in play
-    budgets: dict[str, float]
+    #: CPU seconds this pass over the goal may use, all strategies together
+    budget: float
     revisits: int = 0
     replayed: bool = False
     #: the strategies that ended in a prover error have had their one retry
@@ -265,7 +270,11 @@ class GoalRun:
         self.queue: GoalQueue[GoalItem] = GoalQueue()
         self.in_flight = 0
         self.changed = asyncio.Event()
-        self.heavy = asyncio.Semaphore(options.orch.max_heavy)
+        # expensive strategies at once: at least what the CPU target allows on this machine
+        # (--cpu-target 1.0 on two cores: two, so that goals really run in parallel)
+        self.heavy = asyncio.Semaphore(
+            max(options.orch.max_heavy, int((os.cpu_count() or 1) * options.orch.cpu_target))
+        )
         #: told about every file this run writes (``orch bg`` ignores its own writes)
         self.on_write: Callable[[Path, str], None] | None = None
         #: where attempts run (None: in this process, with the file's project tools)
@@ -278,6 +287,8 @@ class GoalRun:
         self.live = LiveBoard()
         #: attempts written to the ledger by this run (a write that was retried counts once)
         self.recorded = 0
+        #: attempts running now (this process's own CPU is shared among them)
+        self.running = 0
 
     @property
     def run_id(self) -> int:
@@ -287,22 +298,17 @@ class GoalRun:
 
     # -- planning --------------------------------------------------------------
 
-    def budgets_for(self, failed: dict[str, float], language: str = "coq") -> dict[str, float]:
-        """Each strategy's budget: the base, doubled past every budget it already failed at.
+    def budget_for(self, failed: float) -> float | None:
+        """A goal's budget for this run: the base, doubled past the largest pass it
+        already failed at; None once that is past the cap (the goal is parked)."""
+        budget = self.options.budget.cpu_seconds
+        while budget <= failed:
+            budget *= 2
+        return budget if budget <= self.options.orch.budget_cap else None
 
-        Only strategies for ``language`` get one.
-        """
-        base = self.options.budget.cpu_seconds
-        budgets: dict[str, float] = {}
-        for name, strategy in self.strategies.items():
-            if language_of_strategy(strategy) != language:
-                continue
-            budget = base
-            while budget <= failed.get(name, 0.0):
-                budget *= 2
-            if budget <= self.options.orch.budget_cap:
-                budgets[name] = budget
-        return budgets
+    def strategies_for(self, language: str) -> list[str]:
+        """The strategies that work on goals of ``language``, in the profile's order."""
+        return [n for n, s in self.strategies.items() if language_of_strategy(s) == language]
 
     def enqueue(
         self, item: GoalItem, failures: int = 0, first_seen: datetime | None = None
@@ -359,29 +365,14 @@ class GoalRun:
             if replay is not None:
                 await self.goal_done(item, replay)
                 return
-        names = [n for n in self.strategies if n in item.budgets]
-        if not names:
+        if not self.strategies_for(goal.language) or item.budget <= 0:
+            # nothing to run, or parked past --budget-cap by earlier runs
             item.report.outcome = (
                 Outcome.FAILED if item.report.outcome is Outcome.CANDIDATE else item.report.outcome
             )
             await self.goal_done(item, None)
             return
-        klass = goal_class(goal.statement)
-        ranked = self.bandit.rank(klass, names)
-
-        async def attempt(name: str) -> StrategyResult:
-            return await self.attempt(item, name, klass)
-
-        outcome = await race(ranked, self.options.orch.portfolio, attempt)
-        errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
-        if outcome.winner is None and errored and not item.error_retried:
-            # a prover error says nothing about the goal: those strategies go once more,
-            # each in a fresh session (a broken prover never goes back to the pool)
-            item.error_retried = True
-            retry = await race(errored, self.options.orch.portfolio, attempt)
-            outcome.results.update(retry.results)
-            outcome.winner = retry.winner
-            outcome.cancelled += retry.cancelled
+        outcome = await self.search(item)
         if outcome.winner is not None:
             result = outcome.results[outcome.winner]
             try:
@@ -398,13 +389,9 @@ class GoalRun:
             item.report.imports = result.imports
             await self.goal_done(item, item.report)
             return
-        # no candidate: strategies that ran out of time get a doubled budget later
-        timed_out = {
-            n: item.budgets[n] * 2
-            for n, r in outcome.results.items()
-            if r.outcome is Outcome.TIMEOUT
-        }
-        doubled = {n: b for n, b in timed_out.items() if b <= self.options.orch.budget_cap}
+        # no candidate: if the budget ran out, the goal gets twice as much later
+        timed_out = any(r.outcome is Outcome.TIMEOUT for r in outcome.results.values())
+        doubled = item.budget * 2
         hints = [
             r.message for r in outcome.results.values() if r.message.startswith(FOUND_WITH_TACTICS)
         ]
@@ -415,40 +402,89 @@ class GoalRun:
             # every attempt, retried, broke the prover: an error, never a failure
             item.report.outcome = Outcome.ERROR
             item.report.message = "; ".join(
-                f"{name}: {result.message}" for name, result in outcome.results.items()
+                f"{name}: {result.message}"
+                for name, result in outcome.results.items()
+                if result.message != NO_BUDGET_LEFT
             )[:2000]
             self.ledger.set_goal_status(item.goal_id, Outcome.ERROR.value)
             await self.goal_done(item, None)
             return
         item.report.outcome = Outcome.TIMEOUT if Outcome.TIMEOUT in worst else Outcome.FAILED
-        if doubled and item.revisits < MAX_REVISITS_PER_RUN:
-            item.budgets = doubled
+        if (
+            timed_out
+            and doubled <= self.options.orch.budget_cap
+            and item.revisits < MAX_REVISITS_PER_RUN
+        ):
+            item.budget = doubled
             item.revisits += 1
             self.enqueue(item)  # parked: revisited after fresher goals
             return
         self.ledger.set_goal_status(item.goal_id, "failed")
         await self.goal_done(item, None)
 
-    async def attempt(self, item: GoalItem, name: str, klass: str) -> StrategyResult:
+    async def search(self, item: GoalItem) -> RaceResult:
+        """One pass over the goal: its strategies race within the goal's budget.
+
+        The bandit ranks them for the goal's class; the cheap ones go first and
+        the expensive ones share what is left (:mod:`.scheduler.budget`). No
+        candidate is checked here beyond what its strategy did in the session.
+        """
+        goal = item.hole.goal
+        names = self.strategies_for(goal.language)
+        klass = goal_class(goal.statement)
+        heavy = {n: getattr(self.strategies[n], "weight", "light") == "heavy" for n in names}
+        order = cheap_first(self.bandit.rank(klass, names), heavy)
+
+        def account() -> GoalBudget:
+            shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
+            return GoalBudget(item.budget, heavy, shares)
+
+        budget = account()
+
+        async def attempt(name: str) -> StrategyResult:
+            return await self.attempt(item, name, klass, budget)
+
+        outcome = await race(order, self.options.orch.portfolio, attempt)
+        errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
+        if outcome.winner is None and errored and not item.error_retried:
+            # a prover error says nothing about the goal: those strategies go once more,
+            # each in a fresh session (a broken prover never goes back to the pool),
+            # with a budget of their own
+            item.error_retried = True
+            budget = account()
+            retry = await race(errored, self.options.orch.portfolio, attempt)
+            outcome.results.update(retry.results)
+            outcome.winner = retry.winner
+            outcome.cancelled += retry.cancelled
+        return outcome
+
+    async def attempt(
+        self, item: GoalItem, name: str, klass: str, account: GoalBudget
+    ) -> StrategyResult:
         strategy = self.strategies[name]
         base = self.options.budget
-        cpu = item.budgets[name]
-        budget = Budget(
-            cpu_seconds=cpu,
-            tactic_seconds=base.tactic_seconds * cpu / base.cpu_seconds,
-            grace_seconds=base.grace_seconds,
-        )
         goal = item.hole.goal
         started = time.monotonic()
         result: StrategyResult
-        key = self.attempt_key(item, name)
+        granted = 0.0
+        budget = base
+        key = ""
+        own_start = time.process_time()
 
         def cancelled(cpu: float) -> None:
             spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - started)
             self.record(
-                item, name, Outcome.CANCELLED, spent, "", budget.cpu_seconds, attempt_key=key
+                item,
+                name,
+                Outcome.CANCELLED,
+                spent,
+                "",
+                granted,
+                attempt_key=key,
+                goal_budget=item.budget,
             )
             item.report.cpu_seconds += cpu
+            account.settle(granted, cpu)
 
         # model calls (the llm strategy) wait on their own limit, not on a CPU slot
         uses_slot = self.executor is None and getattr(strategy, "uses_slot", True)
@@ -457,6 +493,21 @@ class GoalRun:
             heavy = self.heavy if getattr(strategy, "weight", "light") == "heavy" else None
             if heavy is not None:
                 await heavy.acquire()
+            # the grant is made when the strategy really starts: what the strategies
+            # before it left unused is there to take
+            granted = account.grant(name)
+            if granted <= 0:
+                if heavy is not None:
+                    heavy.release()
+                return StrategyResult(Outcome.TIMEOUT, message=NO_BUDGET_LEFT)
+            budget = Budget(
+                cpu_seconds=granted,
+                # tactics get more time as the goal's budget grows (revisits)
+                tactic_seconds=base.tactic_seconds * max(1.0, item.budget / base.cpu_seconds),
+                grace_seconds=base.grace_seconds,
+            )
+            key = self.attempt_key(item, name)
+            self.running += 1
             try:
                 with self.live.slot(goal.name, str(goal.file), name, budget.cpu_seconds) as live:
                     if self.executor is None or getattr(strategy, "needs_ledger", False):
@@ -488,8 +539,12 @@ class GoalRun:
                     Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
                 )
             finally:
+                # this process's own CPU meanwhile, shared among the attempts running
+                own = (time.process_time() - own_start) / max(1, self.running)
+                self.running -= 1
                 if heavy is not None:
                     heavy.release()
+        account.settle(granted, result.cpu_seconds + own)
         item.report.cpu_seconds += result.cpu_seconds
         item.report.wall_seconds += result.wall_seconds
         item.report.tactics_tried += result.tactics_tried
@@ -512,6 +567,7 @@ class GoalRun:
             budget.cpu_seconds,
             arm,
             attempt_key=key,
+            goal_budget=item.budget,
         )
         return result
 
@@ -531,6 +587,7 @@ class GoalRun:
         arm: tuple[str, ArmStats] | None = None,
         *,
         attempt_key: str | None = None,
+        goal_budget: float = 0.0,
     ) -> None:
         self.ledger.record_attempt(
             run_id=self.run_id,
@@ -541,6 +598,7 @@ class GoalRun:
             tactic=" ".join(result.sentences),
             tactics_tried=result.tactics_tried,
             budget_seconds=budget,
+            goal_budget_seconds=goal_budget,
             cpu_seconds=result.cpu_seconds,
             wall_seconds=result.wall_seconds,
             prover_version=self.report.prover_version,

@@ -92,6 +92,8 @@ class Attempt(Base):
     tactics_tried: Mapped[int] = mapped_column(Integer, default=0)
     #: the CPU budget the strategy was given (0 when not budgeted, e.g. replays)
     budget_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    #: the CPU budget of the whole pass over the goal this attempt was part of
+    goal_budget_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     cpu_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     wall_seconds: Mapped[float] = mapped_column(Float, default=0.0)
     prover_version: Mapped[str] = mapped_column(String(64), default="")

@@ -341,6 +341,7 @@ class Ledger:
         prover_version: str = "",
         message: str = "",
         arm: tuple[str, ArmStats] | None = None,
+        goal_budget_seconds: float = 0.0,
         attempt_key: str | None = None,
         tokens_in: int = 0,
         tokens_out: int = 0,
@@ -361,6 +362,7 @@ class Ledger:
             "tactic": tactic,
             "tactics_tried": tactics_tried,
             "budget_seconds": budget_seconds,
+            "goal_budget_seconds": goal_budget_seconds,
             "cpu_seconds": cpu_seconds,
             "wall_seconds": wall_seconds,
             "prover_version": prover_version,
@@ -408,25 +410,29 @@ class Ledger:
         )
 
     @_retrying
-    def history(self, fingerprint: str) -> tuple[int, datetime | None, dict[str, float]]:
-        """(failed attempts, first attempt time, largest failed budget per strategy)."""
+    def history(self, fingerprint: str) -> tuple[int, datetime | None, float]:
+        """(failed attempts, first attempt time, largest goal budget a failed attempt had).
+
+        The goal budget is the CPU seconds of the whole pass over the goal the
+        attempt belonged to (attempts from before per-goal budgets count with 0).
+        """
         failed = (Outcome.FAILED.value, Outcome.TIMEOUT.value)
         with self._transaction() as connection:
             rows = connection.execute(
-                select(
-                    Attempt.strategy, Attempt.outcome, Attempt.budget_seconds, Attempt.created_at
-                ).where(Attempt.fingerprint == fingerprint)
+                select(Attempt.outcome, Attempt.goal_budget_seconds, Attempt.created_at).where(
+                    Attempt.fingerprint == fingerprint
+                )
             ).all()
         failures = 0
         first: datetime | None = None
-        budgets: dict[str, float] = {}
-        for strategy, outcome, budget, created in rows:
+        largest = 0.0
+        for outcome, budget, created in rows:
             if first is None or created < first:
                 first = created
             if outcome in failed:
                 failures += 1
-                budgets[strategy] = max(budgets.get(strategy, 0.0), float(budget or 0.0))
-        return failures, first, budgets
+                largest = max(largest, float(budget or 0.0))
+        return failures, first, largest
 
     @_retrying
     def candidate_script(self, fingerprint: str) -> tuple[str, ...] | None:

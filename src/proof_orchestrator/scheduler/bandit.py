@@ -111,6 +111,14 @@ class Bandit:
             scores.append(p / (1 + arm.mean_cpu))
         return scores
 
+    def success_rate(self, klass: str, strategy: str) -> float:
+        """The expected chance that ``strategy`` proves a goal of class ``klass`` (Beta mean).
+
+        A timeout counts as half a failure, as in the ranking.
+        """
+        arm = self.arm(klass, strategy)
+        return (1 + arm.successes) / (2 + arm.successes + arm.failures)
+
     def update(
         self,
         klass: str,

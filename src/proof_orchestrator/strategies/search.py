@@ -7,8 +7,11 @@ k-nearest-neighbour model mined from the file's earlier proofs
 (``intros``, ``simpl``, ``split``, ``constructor``). Each candidate is run from
 the state in the session (which goes back to any earlier state). States are
 scored by cost so far (depth, open goals) minus the model's confidence in the
-tactic that led there, and identical states (same goals) are merged. Depth
-and expansions are limited and the CPU budget is honoured.
+tactic that led there, and identical states (same goals) are merged. The CPU
+budget is honoured, and the search grows with it: :data:`EXPANSIONS_PER_SECOND`
+node expansions per CPU second, and one more level of depth each time the
+budget doubles past :data:`DEPTH_BUDGET` (a revisit at twice the budget
+explores what the first pass could not reach).
 
 The proof found is a flat list of sentences; where a step opens several
 subgoals, bullets are added (``-``, ``+``, ``*``) so that the script reads like
@@ -33,7 +36,16 @@ from .knn import FileModels
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
-__all__ = ["CLOSERS", "STRUCTURAL", "SearchStrategy", "Suggest", "bulletize"]
+__all__ = [
+    "CLOSERS",
+    "DEPTH_BUDGET",
+    "EXPANSIONS_PER_SECOND",
+    "STRUCTURAL",
+    "SearchStrategy",
+    "Suggest",
+    "bulletize",
+    "search_limits",
+]
 
 #: extra proposals for a node: (session, goal text, steps so far) -> [(tactic, confidence)]
 Suggest = Callable[[CoqSession, str, Sequence[str]], Awaitable[list[tuple[str, float]]]]
@@ -50,6 +62,23 @@ CLOSERS = (
 )
 STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
 _BULLETS = ("-", "+", "*", "--", "++", "**")
+#: node expansions per CPU second of budget (one expansion tries up to ~24 tactics)
+EXPANSIONS_PER_SECOND = 20
+#: up to this budget (CPU s) the search goes ``max_depth`` deep; one level more per doubling
+DEPTH_BUDGET = 5.0
+
+
+def search_limits(
+    cpu_seconds: float, max_depth: int = 6, max_expansions: int | None = None
+) -> tuple[int, int]:
+    """(depth, expansions) of a search with ``cpu_seconds`` of budget."""
+    expansions = max_expansions or max(20, round(EXPANSIONS_PER_SECOND * cpu_seconds))
+    extra = 0
+    budget = DEPTH_BUDGET
+    while cpu_seconds > budget * 2 - 1e-9 and extra < 4:
+        budget *= 2
+        extra += 1
+    return max_depth + extra, expansions
 
 
 def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
@@ -103,7 +132,7 @@ class SearchStrategy:
         models: FileModels | None = None,
         *,
         max_depth: int = 6,
-        max_expansions: int = 60,
+        max_expansions: int | None = None,
         per_node: int = 14,
         suggest: Suggest | None = None,
     ) -> None:
@@ -156,6 +185,9 @@ class SearchStrategy:
                 outcome, tuple(script), tried, spent(), time.monotonic() - started
             )
 
+        max_depth, max_expansions = search_limits(
+            budget.cpu_seconds, self.max_depth, self.max_expansions
+        )
         index = await index_for(session)
         lia = await lia_tactic(session)
         seconds = max(1.0, budget.tactic_seconds)
@@ -167,7 +199,7 @@ class SearchStrategy:
         seen = {_fingerprint(first.goals)}
         expansions = 0
         timed_out = False
-        while frontier and expansions < self.max_expansions:
+        while frontier and expansions < max_expansions:
             if spent() >= budget.cpu_seconds:
                 timed_out = True
                 break
@@ -192,7 +224,7 @@ class SearchStrategy:
                     steps = (*node.steps, tactic)
                     counts = (*node.counts, 0)
                     return result(Outcome.CANDIDATE, await self._readable(session, steps, counts))
-                if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= self.max_depth:
+                if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= max_depth:
                     continue
                 key = _fingerprint(step.goals)
                 if key in seen:

@@ -1,0 +1,172 @@
+"""The body of ``bench/stdlib_fill.sh``: hide the Qed proofs, run ``orch fill``, measure.
+
+usage: python bench/stdlib_fill.py WORKDIR FILE.v... -- [orch fill options]
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from proof_orchestrator.project.coq_holes import admit_proofs
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of the whole machine so far, from /proc/stat."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)
+    return sum(fields) - idle, sum(fields)
+
+
+class MachineSampler(threading.Thread):
+    """The whole machine's busy fraction each second (independent of orch's own figures)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[float] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        last = _machine_busy()
+        while not self.stop.wait(1.0):
+            now = _machine_busy()
+            total = now[1] - last[1]
+            if total > 0:
+                self.samples.append((now[0] - last[0]) / total)
+            last = now
+
+
+def _become_subreaper() -> bool:
+    """Make orphaned descendants children of this process (Linux ``PR_SET_CHILD_SUBREAPER``)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0
+    except OSError:
+        return False
+
+
+def _reap_others(keep: int | None) -> int:
+    """Reap this process's exited children other than ``keep``; how many children are left."""
+    children: list[int] = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            children += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    left = 0
+    for pid in children:
+        if pid == keep:
+            continue
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            continue
+        if done == 0:
+            left += 1
+    return left
+
+
+def main(argv: list[str]) -> int:
+    work = Path(argv[0])
+    split = argv.index("--") if "--" in argv else len(argv)
+    sources = [Path(a) for a in argv[1:split]]
+    options = argv[split + 1 :]
+    copies: list[Path] = []
+    hidden = 0
+    for source in sources:
+        text, proofs = admit_proofs(source.read_text(encoding="utf-8"))
+        copy = work / source.name
+        if copy.exists():
+            copy = work / f"{source.parent.name}_{source.name}"
+        copy.write_text(text, encoding="utf-8")
+        copies.append(copy)
+        hidden += len(proofs)
+        print(f"{len(proofs)} Qed proofs hidden in {copy}")
+    ledger = work / "ledger.sqlite"
+    report = work / "report.json"
+    orch = Path(sys.executable).with_name("orch")
+    command = [str(orch), "fill", *map(str, copies), "--db", str(ledger), "--json", *options]
+    print("running:", " ".join(command), flush=True)
+    sampler = MachineSampler()
+    # orphans (CoqHammer's ATPs that coqtop never reaps) come to this process, which
+    # reaps them: their CPU is then in RUSAGE_CHILDREN like the rest of the tree
+    subreaper = _become_subreaper()
+    busy0 = _machine_busy()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    sampler.start()
+    with report.open("w", encoding="utf-8") as out:
+        process = subprocess.Popen(command, stdout=out)
+        while process.poll() is None:
+            _reap_others(process.pid)
+            time.sleep(0.5)
+    finished = process
+    deadline = time.monotonic() + 30
+    while _reap_others(None) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    wall = time.monotonic() - started
+    sampler.stop.set()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy1 = _machine_busy()
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    fill = json.loads(report.read_text(encoding="utf-8") or "{}")
+    remaining = sum(c.read_text(encoding="utf-8").count("Admitted.") for c in copies)
+    compiles = {
+        c.name: subprocess.run(
+            ["coqc", c.name], cwd=work, capture_output=True, check=False
+        ).returncode
+        == 0
+        for c in copies
+    }
+    outcomes: dict[str, int] = {}
+    strategies: dict[str, int] = {}
+    for file in fill.get("files", []):
+        for goal in file["goals"]:
+            outcomes[goal["outcome"]] = outcomes.get(goal["outcome"], 0) + 1
+            if goal["outcome"] == "proved":
+                strategies[goal["strategy"]] = strategies.get(goal["strategy"], 0) + 1
+    samples = sorted(sampler.samples)
+    result = {
+        "kind": "stdlib-fill",
+        "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        "files": [str(s) for s in sources],
+        "options": options,
+        "exit_code": finished.returncode,
+        "holes": hidden,
+        "proved": hidden - remaining,
+        "outcomes": outcomes,
+        "proved_by": strategies,
+        "prover_errors": fill.get("errors"),
+        "wall_seconds": round(wall, 1),
+        "process_tree_cpu_seconds": round(cpu, 1),
+        "machine_busy_fraction": round((busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1e-9), 3),
+        "machine_busy_p10_p50_p90": [
+            round(samples[int(q * (len(samples) - 1))], 3) for q in (0.1, 0.5, 0.9)
+        ]
+        if samples
+        else [],
+        "cores": os.cpu_count(),
+        "orphans_reaped_here": subreaper,
+        "compiles": compiles,
+        "work": str(work),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    out_path = RESULTS / f"{result['timestamp']}-stdlib-fill.json"
+    out_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "options"}, indent=2))
+    print(f"written: {out_path}")
+    return 0 if finished.returncode == 0 and all(compiles.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
