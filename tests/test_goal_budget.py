@@ -64,6 +64,8 @@ def test_search_grows_with_its_budget() -> None:
     limits = [search_limits(b) for b in (2.5, 5.0, 10.0, 20.0, 40.0)]
     depths = [d for d, _ in limits]
     expansions = [e for _, e in limits]
-    assert expansions == sorted(expansions) and len(set(expansions)) == len(expansions)
-    assert depths == sorted(depths) and depths[-1] > depths[0]
+    assert expansions == sorted(expansions)
+    assert len(set(expansions)) == len(expansions)
+    assert depths == sorted(depths)
+    assert depths[-1] > depths[0]
     assert search_limits(40.0, max_expansions=7)[1] == 7  # an explicit limit wins

@@ -151,11 +151,13 @@ async def test_a_goal_failed_at_budget_b_is_retried_only_at_a_larger_budget(
     failed_before = 0.0
     for run in (1, 2):
         budgets = sorted(passes.get(run, {}))
-        assert budgets and all(b > failed_before for b in budgets), passes
+        assert budgets, passes
+        assert all(b > failed_before for b in budgets), passes
         failed_before = budgets[-1]
     assert sorted(passes[1]) == [1.0, 2.0]  # the first pass, and one revisit at twice it
     assert sorted(passes[2]) == [4.0]  # the next run starts past what failed
-    assert 3 not in passes and 4 not in passes  # parked: the goal failed at the cap
+    assert 3 not in passes
+    assert 4 not in passes
     for run in passes.values():
         for goal_budget, cpu in run.items():
             # all strategies together stay within the goal's budget (a tactic under
