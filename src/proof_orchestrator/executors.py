@@ -40,6 +40,7 @@ from typing import Any
 
 from .errors import OrchError, ProverError
 from .goals import Budget, Outcome
+from .lineup import strong_strategies
 from .project.coqproject import project_for
 from .project.holes import Hole, language_of
 from .provers.coq import PrefixError
@@ -47,7 +48,10 @@ from .provers.lean import LeanProject
 from .reports import FillOptions
 from .scheduler.governor import CpuGovernor, _tree_cpu
 from .strategies.base import Strategy, StrategyResult
+from .strategies.lean_tactics import LeanQuickStrategy
+from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 from .tasks import cancel_and_wait
+from .tools import LeanTools, ProjectTools
 
 __all__ = [
     "AttemptDone",
@@ -126,10 +130,6 @@ UNAVAILABLE_SECONDS = 300.0
 
 def make_strategies(popular: Sequence[str], allow_tactics_import: bool = False) -> list[Strategy]:
     """Every strategy, built without the ledger (the cached scripts are passed in)."""
-    from .strategies.lean_tactics import LeanQuickStrategy
-    from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
-    from .worker import strong_strategies
-
     return [
         MicroStrategy(),
         InductionStrategy(),
@@ -175,8 +175,6 @@ class WorkerTools:
         self._tools: dict[tuple[str, ...], Any] = {}
 
     def for_hole(self, hole: Hole) -> Any:
-        from .worker import LeanTools, ProjectTools
-
         path = hole.goal.file
         if language_of(path) == "lean":
             lean = LeanProject.for_file(path)

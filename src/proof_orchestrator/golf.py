@@ -42,6 +42,7 @@ from .provers.coq import CoqSession, PrefixError
 from .reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
 from .scheduler.governor import CpuGovernor
 from .strategies.micro import GENERIC_TACTICS, expand
+from .tools import ProjectTools
 
 __all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]
 
@@ -146,8 +147,6 @@ async def golf_files(
     on_proof: Callable[[GolfedProof | None], None] | None = None,
 ) -> GolfReport:
     """Shorten the ``Qed`` proofs of ``files`` (only ``names`` if given); write what verifies."""
-    from .worker import ProjectTools
-
     report = GolfReport()
     started = time.monotonic()
     governor = CpuGovernor(

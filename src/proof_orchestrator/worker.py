@@ -4,35 +4,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import difflib
 import os
 import random
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .checking import replay_script, verify_candidates
-from .coqscript import check_script
 from .errors import FileChangedError, FileWriteError, ProverError, ScriptRejected
 from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
-from .leanscript import check_lean_script
 from .ledger import Ledger
+from .lineup import strong_strategies
 from .live import LiveBoard
 from .market import MarketStrategy
-from .project import coq_holes, lean_holes
-from .project.coqproject import CoqProject
 from .project.holes import Hole
-from .project.lean_holes import LeanHole
 from .project.patch import Patch, apply_patches, write_atomic
-from .provers.coq import CoqProver, PrefixError
-from .provers.coq_verify import CoqVerifier
-from .provers.lean import LeanProject, LeanProver, LeanSettings, LeanVerifier
+from .provers.coq import PrefixError
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -50,13 +42,7 @@ from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import RaceResult, race
 from .scheduler.queue import GoalQueue, Mentions, priority
 from .strategies.base import Strategy, StrategyResult
-from .strategies.hammer import (
-    FOUND_WITH_TACTICS,
-    HammerStrategy,
-    SautoStrategy,
-    hammer_environment,
-)
-from .strategies.knn import FileModels
+from .strategies.hammer import FOUND_WITH_TACTICS
 from .strategies.lean_tactics import LeanQuickStrategy
 from .strategies.micro import (
     CachedStrategy,
@@ -64,7 +50,7 @@ from .strategies.micro import (
     MicroStrategy,
     nearest_first,
 )
-from .strategies.search import SearchStrategy
+from .tools import LeanTools, ProjectTools, Tools
 
 __all__ = [
     "MAX_REVISITS_PER_RUN",
@@ -115,21 +101,6 @@ def default_strategies(
     return strategies
 
 
-def strong_strategies(
-    proved: Sequence[tuple[str, Sequence[str]]] = (), allow_tactics_import: bool = False
-) -> list[Strategy]:
-    """Search, ``sauto`` and ``hammer``.
-
-    ``proved`` (statement, script) pairs seed the search's k-NN model with the
-    proofs found before (the ledger's), besides the file's own earlier proofs.
-    """
-    return [
-        SearchStrategy(FileModels(proved)),
-        SautoStrategy(allow_tactics_import),
-        HammerStrategy(allow_tactics_import),
-    ]
-
-
 def language_of_strategy(strategy: Strategy) -> str:
     """The language whose goals a strategy works on (Coq unless it says otherwise)."""
     return str(getattr(strategy, "language", "coq"))
@@ -138,80 +109,6 @@ def language_of_strategy(strategy: Strategy) -> str:
 def _mentions(text: str, name: str) -> int:
     """How many times ``name`` appears in ``text`` as a whole identifier."""
     return Mentions(text).after(name)
-
-
-class ProjectTools:
-    """One prover and one verifier per Coq project (per set of flags)."""
-
-    language = "coq"
-
-    def __init__(self, project: CoqProject, options: FillOptions, governor: CpuGovernor) -> None:
-        cwd = str(project.root)
-        sessions = options.orch.max_light + options.orch.max_heavy
-        coq = dataclasses.replace(
-            options.coq,
-            max_idle=max(options.coq.max_idle, sessions),
-            memory_mb=options.coq.memory_mb or options.orch.prover_memory_mb,
-        )
-        hammer_environment()  # the provers started here find CoqHammer's ATP helpers
-        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
-        self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
-
-    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
-        if not isinstance(hole, coq_holes.CoqHole):
-            raise TypeError("a Coq project got a hole of another language")
-        return self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
-
-    @staticmethod
-    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
-        return check_script(sentences)
-
-    @staticmethod
-    def declared_axioms(text: str) -> set[str]:
-        return set(coq_holes.declared_axioms(text))
-
-    async def aclose(self) -> None:
-        await self.prover.aclose()
-        await self.verifier.aclose()
-
-
-class LeanTools:
-    """One REPL pool and one verifier per Lean project."""
-
-    language = "lean"
-
-    def __init__(
-        self,
-        project: LeanProject,
-        options: FillOptions,
-        governor: CpuGovernor,
-        settings: LeanSettings | None = None,
-    ) -> None:
-        settings = settings or LeanSettings(
-            max_idle=options.orch.max_light + options.orch.max_heavy
-        )
-        self.prover = LeanProver(project, settings, throttle=governor.gate)
-        self.verifier = LeanVerifier(project, settings)
-
-    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
-        if not isinstance(hole, LeanHole):
-            raise TypeError("a Lean project got a hole of another language")
-        return self.prover.session(hole, text)
-
-    @staticmethod
-    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
-        return check_lean_script(sentences)
-
-    @staticmethod
-    def declared_axioms(text: str) -> set[str]:
-        return lean_holes.declared_axioms(text)
-
-    async def aclose(self) -> None:
-        await self.prover.aclose()
-        await self.verifier.aclose()
-
-
-Tools = ProjectTools | LeanTools
 
 
 @dataclass(slots=True)

@@ -1,0 +1,103 @@
+"""The prover tools of one project: a prover that opens sessions, a verifier, a script gate.
+
+:class:`ProjectTools` serves a Coq project (one set of ``_CoqProject`` flags),
+:class:`LeanTools` a Lean project. The driver (:mod:`.worker`, :mod:`.pipeline`)
+and the executors (:mod:`.executors`, on this machine or in a Ray actor) both
+make them, so they live here, below both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from .coqscript import check_script
+from .leanscript import check_lean_script
+from .project import coq_holes, lean_holes
+from .project.coqproject import CoqProject
+from .project.holes import Hole
+from .project.lean_holes import LeanHole
+from .provers.coq import CoqProver
+from .provers.coq_verify import CoqVerifier
+from .provers.lean import LeanProject, LeanProver, LeanSettings, LeanVerifier
+from .reports import FillOptions
+from .scheduler.governor import CpuGovernor
+from .strategies.hammer import hammer_environment
+
+__all__ = ["LeanTools", "ProjectTools", "Tools"]
+
+
+class ProjectTools:
+    """One prover and one verifier per Coq project (per set of flags)."""
+
+    language = "coq"
+
+    def __init__(self, project: CoqProject, options: FillOptions, governor: CpuGovernor) -> None:
+        cwd = str(project.root)
+        sessions = options.orch.max_light + options.orch.max_heavy
+        coq = dataclasses.replace(
+            options.coq,
+            max_idle=max(options.coq.max_idle, sessions),
+            memory_mb=options.coq.memory_mb or options.orch.prover_memory_mb,
+        )
+        hammer_environment()  # the provers started here find CoqHammer's ATP helpers
+        self.prover = CoqProver(project.flags, cwd=cwd, settings=coq, throttle=governor.gate)
+        self.verifier = CoqVerifier(project.flags, cwd=cwd, coqc=coq.coqc, coqtop=coq.coqtop)
+
+    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, coq_holes.CoqHole):
+            raise TypeError("a Coq project got a hole of another language")
+        return self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return set(coq_holes.declared_axioms(text))
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+class LeanTools:
+    """One REPL pool and one verifier per Lean project."""
+
+    language = "lean"
+
+    def __init__(
+        self,
+        project: LeanProject,
+        options: FillOptions,
+        governor: CpuGovernor,
+        settings: LeanSettings | None = None,
+    ) -> None:
+        settings = settings or LeanSettings(
+            max_idle=options.orch.max_light + options.orch.max_heavy
+        )
+        self.prover = LeanProver(project, settings, throttle=governor.gate)
+        self.verifier = LeanVerifier(project, settings)
+
+    def open_session(self, hole: Hole, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, LeanHole):
+            raise TypeError("a Lean project got a hole of another language")
+        return self.prover.session(hole, text)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_lean_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return lean_holes.declared_axioms(text)
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+Tools = ProjectTools | LeanTools

@@ -1,0 +1,165 @@
+"""The package's import graph: no cycle, and the neutral core imports no prover code.
+
+Every module of ``proof_orchestrator`` is parsed (not imported) with ``ast``.
+Every ``import`` counts, at module level and inside functions alike (an import
+moved into a function to dodge a cycle is still a cycle), and relative imports
+are resolved. An edge goes to the most specific module named: ``from .project
+import holes`` is an edge to ``proof_orchestrator.project.holes``, ``from
+.ledger import Ledger`` one to the ``proof_orchestrator.ledger`` package.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import proof_orchestrator
+
+PACKAGE = "proof_orchestrator"
+ROOT = Path(proof_orchestrator.__file__).parent
+
+#: modules that speak to one prover: its syntax, script gate, holes, sessions, verifier
+PROVER_MODULES = (
+    "coqscript",
+    "coqsyntax",
+    "leanscript",
+    "lean_setup",
+    "project.coq_holes",
+    "project.lean_holes",
+    "project.coqproject",
+    "provers.coq",
+    "provers.coq_verify",
+    "provers.coqtop",
+    "provers.lean",
+    "provers.lean_repl",
+    "strategies.hammer",
+    "strategies.lean_tactics",
+)
+
+
+def module_name(path: Path) -> str:
+    """``.../proof_orchestrator/ledger/store.py`` -> ``proof_orchestrator.ledger.store``."""
+    parts = [PACKAGE, *path.relative_to(ROOT).with_suffix("").parts]
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules() -> dict[str, Path]:
+    """Every module of the package (migration scripts included), by dotted name."""
+    return {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def imported(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> Iterator[str]:
+    """The package modules that the imports anywhere in ``tree`` (module ``name``) name."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = name.split(".")
+                # a module's own package is level 1; a package's __init__ is its own anchor
+                drop = node.level - 1 if is_package else node.level
+                base = ".".join(anchor[: len(anchor) - drop])
+                source = f"{base}.{node.module}" if node.module else base
+            else:
+                source = node.module or ""
+            targets = [
+                f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            # `import a.b.c` where only `a.b` is ours still names `a.b`
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target.startswith(PACKAGE) and target != name:
+                yield target
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports (anywhere in its body)."""
+    modules = package_modules()
+    names = set(modules)
+    return {
+        name: set(
+            imported(
+                ast.parse(path.read_text(encoding="utf-8"), str(path)),
+                name,
+                path.name == "__init__.py",
+                names,
+            )
+        )
+        for name, path in modules.items()
+    }
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> dict[str, list[str]]:
+    """Every module ``start`` imports, directly or not, with one import chain to it."""
+    chains: dict[str, list[str]] = {start: [start]}
+    todo = [start]
+    while todo:
+        here = todo.pop()
+        for there in sorted(graph[here]):
+            if there not in chains:
+                chains[there] = [*chains[here], there]
+                todo.append(there)
+    del chains[start]
+    return chains
+
+
+def test_the_walker_sees_function_level_and_relative_imports() -> None:
+    source = (
+        "import os\n"
+        "from . import base\n"
+        "from ..ledger import Ledger\n"
+        "import proof_orchestrator.provers.base\n"
+        "def f():\n"
+        "    from ..scheduler.governor import CpuGovernor\n"
+    )
+    modules = set(package_modules())
+    found = set(imported(ast.parse(source), f"{PACKAGE}.strategies.search", False, modules))
+    assert found == {
+        f"{PACKAGE}.strategies.base",
+        f"{PACKAGE}.ledger",
+        f"{PACKAGE}.provers.base",
+        f"{PACKAGE}.scheduler.governor",
+    }
+    in_init = set(imported(ast.parse("from .store import X"), f"{PACKAGE}.ledger", True, modules))
+    assert in_init == {f"{PACKAGE}.ledger.store"}
+
+
+def test_a_cycle_is_found_and_named() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    with pytest.raises(graphlib.CycleError) as caught:
+        graphlib.TopologicalSorter(graph).prepare()
+    cycle = caught.value.args[1]
+    assert cycle[0] == cycle[-1]
+    assert set(cycle) == {"a", "b", "c"}
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    graph = import_graph()
+    assert len(graph) > 50, "the walker found too few modules"
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail("import cycle: " + " -> ".join(exc.args[1]))
+
+
+@pytest.mark.parametrize("core", ["goals", "scheduler"])
+def test_the_neutral_core_imports_no_prover_module(core: str) -> None:
+    """``goals`` and ``scheduler/`` reach no prover module, not even through others."""
+    graph = import_graph()
+    prover = {f"{PACKAGE}.{m}" for m in PROVER_MODULES}
+    assert prover <= set(graph), "a prover module was moved: update PROVER_MODULES"
+    starts = [m for m in graph if m == f"{PACKAGE}.{core}" or m.startswith(f"{PACKAGE}.{core}.")]
+    assert starts
+    for start in starts:
+        for target, chain in reachable(graph, start).items():
+            assert target not in prover, f"{start} imports a prover module: {' -> '.join(chain)}"
