@@ -180,11 +180,11 @@ def test_kill_9_loses_nothing_but_attempts_in_flight(tmp_path: Path) -> None:
 def test_live_view_counts_wins_per_strategy() -> None:
     from rich.console import Console
 
-    from proof_orchestrator.cli import _Tracker
+    from proof_orchestrator.cli.progress import Tracker
     from proof_orchestrator.goals import Goal, HoleKind, Outcome
     from proof_orchestrator.pipeline import GoalReport
 
-    tracker = _Tracker("fill")
+    tracker = Tracker("fill")
     tracker.files([(Path("A.v"), 2)])
     goal = Goal(Path("A.v"), 1, "a", "Lemma a : True.", HoleKind.ADMITTED, "fp")
     tracker.goal(GoalReport(goal, Outcome.PROVED, "micro", ("exact I.",), 1, 0.5))

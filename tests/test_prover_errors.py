@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from proof_orchestrator.cli import _fill_json
+from proof_orchestrator.cli.fill import fill_json
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
 from proof_orchestrator.pipeline import FillOptions, fill
@@ -82,7 +82,7 @@ async def test_a_goal_whose_prover_always_dies_is_an_error_not_a_failure(
     assert counter.read_text() == "4"
     assert report.errors == 1
     assert [g["status"] for g in LedgerReader(ledger).goals()] == ["error"]
-    as_json = _fill_json(report)
+    as_json = fill_json(report)
     assert as_json["errors"] == 1
     (json_goal,) = as_json["files"][0]["goals"]
     assert json_goal["outcome"] == "error"

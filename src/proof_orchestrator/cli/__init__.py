@@ -1,0 +1,54 @@
+"""The ``orch`` command: thin Typer commands over the pipeline, the bank and the ledger.
+
+One module per command group; this one only assembles them, in the order
+``orch --help`` lists them:
+
+- :mod:`.fill`: ``fill``, ``bg``; :mod:`.bank`: ``bank``
+- :mod:`.serve`: ``dashboard``, ``mcp``
+- :mod:`.info`: ``report``, ``stats``, ``config``, ``doctor``
+- :mod:`.eval`: ``eval``; :mod:`.golf`: ``golf``
+- :mod:`.market`, :mod:`.blueprint`, :mod:`.lean`: the sub-commands of each
+
+:mod:`.common` holds what they share (consoles, exit codes, settings, the
+ledger), :mod:`.options` the shared flags, :mod:`.progress` the live views.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from .bank import bank_command
+from .blueprint import blueprint_app
+from .eval import eval_command
+from .fill import bg_command, fill_command
+from .golf import golf_command
+from .info import config_command, doctor_command, report_command, stats_command
+from .lean import lean_app
+from .market import market_app
+from .serve import dashboard_command, mcp_command
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="Fill the holes (Admitted.) of Coq files with proofs found by search and checked by Coq.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+app.command("fill")(fill_command)
+app.command("bank")(bank_command)
+app.command("bg")(bg_command)
+app.command("dashboard")(dashboard_command)
+app.command("mcp")(mcp_command)
+app.command("report")(report_command)
+app.command("stats")(stats_command)
+app.command("config")(config_command)
+app.command("doctor")(doctor_command)
+app.command("eval")(eval_command)
+app.command("golf")(golf_command)
+app.add_typer(market_app, name="market")
+app.add_typer(blueprint_app, name="blueprint")
+app.add_typer(lean_app, name="lean")
+
+
+def main() -> None:  # pragma: no cover - console entry point
+    app()

@@ -1,0 +1,66 @@
+"""``orch blueprint``: keep a leanblueprint's ``\\leanok`` marks honest."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..blueprint import scan_declarations, sync
+from ..errors import OrchError
+from ..project.patch import write_atomic
+from ..provers.lean import LeanProject
+from .common import (
+    EXIT_BAD_INPUT,
+    fail,
+    out,
+)
+
+blueprint_app = typer.Typer(help="leanblueprint: keep \\leanok honest, report coverage.")
+
+
+def _lean_sources(root: Path) -> list[Path]:
+    return [
+        p
+        for p in sorted(root.rglob("*.lean"))
+        if not any(part.startswith(".") or part == "lake-packages" for part in p.parts)
+    ]
+
+
+@blueprint_app.command("sync")
+def blueprint_sync_command(
+    content: Annotated[Path, typer.Argument(help="the blueprint's content.tex")],
+    project: Annotated[
+        Path | None,
+        typer.Option(help="the Lean project (default: the folder with the lakefile above)"),
+    ] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="change nothing; exit 1 if the file is out of date")
+    ] = False,
+) -> None:
+    """Add \\leanok where the declarations exist and are proved, remove stale ones, print
+    coverage. Nothing else in the file changes."""
+    if not content.is_file():
+        raise fail(f"{content} does not exist", EXIT_BAD_INPUT)
+    root = project or LeanProject.for_file(content.resolve()).root
+    sources = _lean_sources(root)
+    if not sources:
+        raise fail(f"no .lean files under {root}; pass --project", EXIT_BAD_INPUT)
+    text = content.read_text(encoding="utf-8")
+    try:
+        new_text, coverage, changes = sync(text, scan_declarations(sources))
+    except OrchError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    for change in changes:
+        out.print(change)
+    out.print(
+        f"coverage: {coverage.stated}/{coverage.total} stated, "
+        f"{coverage.proved}/{coverage.total} proved ({len(sources)} Lean files under {root})"
+    )
+    if check:
+        if new_text != text:
+            raise typer.Exit(1)
+        return
+    if new_text != text:
+        write_atomic(content, new_text, text)

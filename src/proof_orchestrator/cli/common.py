@@ -1,0 +1,110 @@
+"""What the commands share: consoles, exit codes, running a coroutine, settings, the ledger."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import signal
+from collections.abc import Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from ..config import ConfigError, Settings, load_settings
+from ..errors import LedgerError, PathNotFound, ProverNotFound
+from ..goals import Budget
+from ..ledger import Ledger, default_ledger_url
+from ..pipeline import FileReport, FileStatus, FillOptions, collect_files
+from ..project.coqproject import project_for
+from ..provers.process import resolve
+
+console = Console(stderr=True)
+out = Console()
+
+T = TypeVar("T")
+
+#: exit codes
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def run_command(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro``; SIGINT and SIGTERM cancel it (cleanup runs), then exit 130."""
+
+    async def main() -> T:
+        task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        if task is not None:
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)
+        try:
+            return await coro
+        finally:
+            loop.remove_signal_handler(signal.SIGTERM)
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        console.print(
+            "[yellow]Interrupted.[/] Files hold either their old text or verified proofs; "
+            "every finished attempt is in the ledger. Run the same command again to resume."
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    console.print(f"[red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+def exit_if_unreadable(files: Sequence[FileReport]) -> None:
+    """One line on stderr for each input that could not be read, then exit code 2."""
+    unreadable = [f for f in files if f.status is FileStatus.UNREADABLE]
+    for f in unreadable:
+        console.print(f"orch: {f.message}", soft_wrap=True, markup=False, highlight=False)
+    if unreadable:
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def load_command_settings(anchor: Path, arguments: dict[str, object]) -> Settings:
+    """Settings for the project at ``anchor``; flags are the arguments named like fields."""
+    flags = {name: arguments.get(name) for name in Settings.__slots__}
+    try:
+        settings, _ = load_settings(project_for(anchor).root, flags)
+    except ConfigError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    return settings
+
+
+def check_inputs(paths: list[Path]) -> None:
+    """Fail with exit 2 before any work if a path is missing or a needed prover is not installed."""
+    try:
+        files = collect_files(paths)
+        if not files or any(p.suffix == ".v" for p in files):
+            resolve("coqtop")
+        if any(p.suffix == ".lean" for p in files) and not (
+            shutil.which("lean") or shutil.which("lake")
+        ):
+            raise ProverNotFound(
+                "these files include Lean sources but neither `lean` nor `lake` is on PATH. "
+                "Install elan (https://github.com/leanprover/elan), then run "
+                "`orch lean setup` in the project."
+            )
+    except (PathNotFound, ProverNotFound) as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+
+
+def fill_options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
+    budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
+    return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
+
+
+def open_ledger(db: str | None, anchor: Path) -> Ledger:
+    url = db or default_ledger_url(project_for(anchor).root)
+    if "://" not in url:
+        url = f"sqlite:///{Path(url).resolve()}"
+    try:
+        return Ledger(url)
+    except LedgerError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc

@@ -1,0 +1,101 @@
+"""``orch eval``: re-prove a library's ``Qed`` proofs against the baselines."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import OrchError, ProverNotFound
+from ..evaluate import evaluate, write_result
+from ..pipeline import collect_files
+from ..provers.process import resolve
+from .common import (
+    EXIT_BAD_INPUT,
+    fail,
+    out,
+    run_command,
+)
+from .progress import EvalTracker
+
+
+def eval_command(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Coq files or folders whose Qed proofs to re-prove")
+    ],
+    budget: Annotated[float, typer.Option(help="CPU seconds per goal and per arm")] = 10.0,
+    baseline: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="peers run on the same goals: hammer (`Timeout B hammer.`, CoqHammer's "
+            "defaults), hammer-capped (as the portfolio runs it), tactics"
+        ),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
+    seed: Annotated[int, typer.Option(help="seed of the arm order")] = 0,
+    workers: Annotated[int, typer.Option(help="files evaluated at once")] = 1,
+    out_dir: Annotated[Path, typer.Option("--out", help="where the result JSON goes")] = Path(
+        "bench/results"
+    ),
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Hide each Qed proof and re-prove it with only what precedes it (position-faithful)."""
+    files = [p for p in collect_files(paths) if p.suffix == ".v"] if paths else []
+    if not files:
+        raise fail("no .v files to evaluate", EXIT_BAD_INPUT)
+    try:
+        resolve("coqtop")
+    except ProverNotFound as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    progress = EvalTracker()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    journal = out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
+    try:
+        with progress.live(), contextlib.redirect_stdout(sys.stderr):
+            result = run_command(
+                evaluate(
+                    files,
+                    budget=budget,
+                    baselines=baseline or (),
+                    seed=seed,
+                    limit=limit,
+                    workers=workers,
+                    on_goal=progress.goal,
+                    on_total=progress.total,
+                    journal=journal,
+                )
+            )
+    except OrchError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    path = write_result(result, out_dir)
+    journal.unlink(missing_ok=True)
+    if as_json:
+        out.print_json(json.dumps({k: v for k, v in result.items() if k != "rows"}))
+        return
+    table = Table(title=f"orch eval: {result['goals']} goals, {budget:g} CPU s each")
+    for column in ("arm", "solved", "rate", "CPU s", "PAR-2", "by strategy"):
+        table.add_column(column)
+    for arm, a in result["arms"].items():
+        table.add_row(
+            arm,
+            str(a["solved"]),
+            f"{a['rate']:.1%}",
+            f"{a['cpu_seconds']:.0f}",
+            f"{a['par2']:.2f}",
+            ", ".join(f"{k} {v}" for k, v in sorted(a["per_strategy"].items())),
+        )
+    out.print(table)
+    if "baselines_union" in result:
+        out.print(f"baselines together: {result['baselines_union']} goals")
+    if result["unloadable"]:
+        out.print(
+            f"{len(result['unloadable'])} goal(s) not scored: their file does not load up to "
+            "them with CoqHammer loaded in front (see 'unloadable' in the JSON)"
+        )
+    out.print(f"Result: {path}")

@@ -1,0 +1,313 @@
+"""``orch fill`` and ``orch bg``: fill a project's holes once, or keep filling them."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from ..background import run_background
+from ..blueprint import critical_path_weights
+from ..errors import OrchError
+from ..gitops import GitError, GitRepo, ProofBranch, publish
+from ..goals import Outcome
+from ..pipeline import FileStatus, FillReport, fill
+from .common import (
+    EXIT_BAD_INPUT,
+    check_inputs,
+    console,
+    exit_if_unreadable,
+    fail,
+    fill_options,
+    load_command_settings,
+    open_ledger,
+    out,
+    run_command,
+)
+from .options import (
+    AllowImport,
+    BanditOpt,
+    BudgetCap,
+    BudgetOpt,
+    CpuTarget,
+    ExecutorOpt,
+    LlmBudget,
+    MaxHeavy,
+    MaxLight,
+    MemoryBudget,
+    Portfolio,
+    Profile,
+    ProverMemory,
+    RayAddress,
+    Seed,
+    TacticTimeout,
+    UseLlm,
+)
+from .progress import Tracker
+
+
+def goal_table(report: FillReport) -> Table:
+    table = Table(title="Holes")
+    for column in ("file", "line", "lemma", "result", "strategy", "script", "cpu s"):
+        table.add_column(column, overflow="fold")
+    for file_report in report.files:
+        for g in file_report.goals:
+            colour = {"proved": "green", "rejected": "red", "error": "red"}.get(
+                g.outcome.value, "yellow"
+            )
+            table.add_row(
+                file_report.path.name,
+                str(g.goal.line),
+                g.goal.name,
+                f"[{colour}]{g.outcome.value}[/]",
+                g.strategy,
+                " ".join(g.sentences) if g.outcome is Outcome.PROVED else g.message[:60],
+                f"{g.cpu_seconds:.2f}",
+            )
+    return table
+
+
+def fill_json(report: FillReport) -> dict[str, Any]:
+    return {
+        "run_id": report.run_id,
+        "prover_version": report.prover_version,
+        "proved": report.proved,
+        "errors": report.errors,
+        "goals": len(report.goals),
+        "cpu_seconds": round(report.cpu_seconds, 3),
+        "wall_seconds": round(report.wall_seconds, 3),
+        "files": [
+            {
+                "path": str(f.path),
+                "status": f.status.value,
+                "written": f.written,
+                "message": f.message,
+                "goals": [
+                    {
+                        "name": g.goal.name,
+                        "line": g.goal.line,
+                        "outcome": g.outcome.value,
+                        "strategy": g.strategy,
+                        "script": " ".join(g.sentences),
+                        "cpu_seconds": round(g.cpu_seconds, 4),
+                        "message": g.message,
+                    }
+                    for g in f.goals
+                ],
+            }
+            for f in report.files
+        ],
+    }
+
+
+def fill_command(
+    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="prove and verify, but write no file")
+    ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            help="ledger URL or SQLite path (default: ORCH_DB_URL or <project>/.orch/ledger.sqlite)"
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print a JSON report instead of tables")
+    ] = False,
+    prioritize: Annotated[
+        list[str] | None, typer.Option(help="lemma to work on first (repeatable)")
+    ] = None,
+    git: Annotated[
+        bool,
+        typer.Option(
+            "--git",
+            help="put each verified proof on its own branch auto/lem/<namespace>/<decl> "
+            "(made in a git worktree; your files, index and branch are not touched)",
+        ),
+    ] = False,
+    git_per: Annotated[
+        str, typer.Option(help="with --git: a branch per 'proof' or one per 'run'")
+    ] = "proof",
+    push: Annotated[
+        bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
+    ] = False,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
+    ] = False,
+    blueprint: Annotated[
+        Path | None,
+        typer.Option(help="a blueprint content.tex: goals on its critical path go first"),
+    ] = None,
+    cpu_target: CpuTarget = None,
+    max_light: MaxLight = None,
+    max_heavy: MaxHeavy = None,
+    profile: Profile = None,
+    seed: Seed = None,
+    bandit: BanditOpt = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddress = None,
+    portfolio: Portfolio = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
+    budget_cap: BudgetCap = None,
+    prover_memory_mb: ProverMemory = None,
+    memory_budget_mb: MemoryBudget = None,
+    allow_import: AllowImport = None,
+    use_llm: UseLlm = None,
+    llm_budget_usd: LlmBudget = None,
+) -> None:
+    """Find holes, search proofs, verify each file, and write verified proofs back."""
+    check_inputs(paths)
+    repo: GitRepo | None = None
+    if git:
+        if git_per not in ("proof", "run"):
+            raise fail("--git-per must be 'proof' or 'run'", EXIT_BAD_INPUT)
+        try:
+            repo = GitRepo(paths[0].resolve())
+            repo.check_ready(allow_dirty)
+        except GitError as exc:
+            raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    settings = load_command_settings(paths[0], locals())
+    # with --git the proofs go to branches: the files in the working tree stay as they are
+    weights: dict[str, float] = {}
+    if blueprint is not None:
+        try:
+            weights = critical_path_weights(blueprint.read_text(encoding="utf-8"))
+        except (OSError, OrchError) as exc:
+            raise fail(f"cannot read the blueprint {blueprint}: {exc}", EXIT_BAD_INPUT) from exc
+    options = dataclasses.replace(
+        fill_options(settings, dry_run=dry_run or git),
+        prioritize=frozenset(prioritize or ()),
+        weights=weights,
+    )
+    ledger = open_ledger(db, paths[0])
+    try:
+        tracker = Tracker("fill")
+        # stdout carries only the result (libraries such as Ray print worker notices there)
+        with tracker.live(), contextlib.redirect_stdout(sys.stderr):
+            report = run_command(
+                fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files)
+            )
+    except OrchError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        ledger.close()
+    branches: list[ProofBranch] = []
+    if repo is not None and not dry_run:
+        try:
+            branches, notes = publish(repo, report, per=git_per, push=push)
+        except GitError as exc:
+            raise fail(str(exc)) from exc
+        for note in notes:
+            console.print(note)
+    if as_json:
+        result = fill_json(report)
+        if repo is not None:
+            result["branches"] = [
+                {"branch": b.branch, "commit": b.commit, "pr_body": str(b.pr_body)}
+                for b in branches
+            ]
+        out.print_json(json.dumps(result))
+        exit_if_unreadable(report.files)
+        return
+    for b in branches:
+        out.print(
+            f"branch [bold]{b.branch}[/] {b.commit[:10]} ({', '.join(b.goals)}); "
+            f"PR text {b.pr_body}"
+        )
+    out.print(goal_table(report))
+    for f in report.files:
+        if f.status not in (FileStatus.DONE, FileStatus.UNREADABLE):
+            out.print(f"[red]{f.path}[/]: {f.status.value}. {f.message[:500]}")
+    if repo is not None and not dry_run:
+        files_note = f"{len(branches)} branch(es) made, working tree unchanged"
+    elif dry_run:
+        touched = sum(1 for f in report.files if any(g.outcome is Outcome.PROVED for g in f.goals))
+        files_note = f"{touched} file(s) would change (dry run, nothing written)"
+    else:
+        files_note = f"{sum(1 for f in report.files if f.written)} file(s) written"
+    out.print(
+        f"[bold]{report.proved}/{len(report.goals)}[/] holes proved and verified; {files_note}; "
+        f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall; ledger {ledger.url}"
+    )
+    exit_if_unreadable(report.files)
+
+
+def bg_command(
+    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    duration: Annotated[
+        float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")
+    ] = None,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="print a JSON summary at the end")
+    ] = False,
+    cpu_target: CpuTarget = None,
+    max_light: MaxLight = None,
+    max_heavy: MaxHeavy = None,
+    profile: Profile = None,
+    seed: Seed = None,
+    bandit: BanditOpt = None,
+    executor: ExecutorOpt = None,
+    ray_address: RayAddress = None,
+    portfolio: Portfolio = None,
+    budget: BudgetOpt = None,
+    tactic_timeout: TacticTimeout = None,
+    budget_cap: BudgetCap = None,
+    prover_memory_mb: ProverMemory = None,
+    memory_budget_mb: MemoryBudget = None,
+    allow_import: AllowImport = None,
+) -> None:
+    """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
+    check_inputs(paths)
+    if duration is not None and duration <= 0:
+        raise fail("--duration must be positive", EXIT_BAD_INPUT)
+    settings = load_command_settings(paths[0], locals())
+    ledger = open_ledger(db, paths[0])
+
+    def cycle(number: int, report: FillReport | None, next_step: str) -> None:
+        if report is None:
+            console.print(f"[yellow]{next_step}[/]")
+            return
+        console.print(
+            f"cycle {number}: {report.proved}/{len(report.goals)} holes proved, "
+            f"{report.cpu_seconds:.1f} CPU s; {next_step}"
+        )
+
+    console.print(
+        f"orch bg: working on {', '.join(map(str, paths))} "
+        f"(CPU target {settings.cpu_target:.0%}); Ctrl-C stops"
+    )
+    try:
+        result = run_command(
+            run_background(paths, ledger, fill_options(settings), duration=duration, on_cycle=cycle)
+        )
+    except OrchError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        ledger.close()
+    trace = result.governor_trace
+    mean = sum(trace) / len(trace) if trace else 0.0
+    if as_json:
+        out.print_json(
+            json.dumps(
+                {
+                    "cycles": result.cycles,
+                    "proved": result.proved,
+                    "restarts": result.restarts,
+                    "wall_seconds": round(result.wall_seconds, 3),
+                    "mean_cpu_fraction": round(mean, 4),
+                }
+            )
+        )
+        return
+    out.print(
+        f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.restarts} "
+        f"restart(s) after edits, {result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"
+    )

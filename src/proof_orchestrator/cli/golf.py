@@ -1,0 +1,86 @@
+"""``orch golf``: shorten finished Coq proofs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from ..errors import OrchError
+from ..golf import golf_files
+from ..pipeline import FileStatus, collect_files
+from .common import (
+    check_inputs,
+    exit_if_unreadable,
+    fail,
+    fill_options,
+    load_command_settings,
+    open_ledger,
+    out,
+    run_command,
+)
+from .options import (
+    CpuTarget,
+    TacticTimeout,
+)
+
+
+def golf_command(
+    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    only: Annotated[
+        list[str] | None, typer.Option(help="golf only this lemma (repeatable)")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="find and verify shorter proofs, write nothing")
+    ] = False,
+    db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
+    tactic_timeout: TacticTimeout = None,
+    cpu_target: CpuTarget = None,
+) -> None:
+    """Shorten finished (Qed) Coq proofs; keep a shorter one only if the whole file verifies."""
+    check_inputs(paths)
+    coq_files = [p for p in collect_files(paths) if p.suffix == ".v"]
+    settings = load_command_settings(paths[0], locals())
+    options = fill_options(settings, dry_run=dry_run)
+    ledger = open_ledger(db, paths[0])
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            report = run_command(
+                golf_files(coq_files, ledger, options, names=frozenset(only or ()))
+            )
+    except OrchError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        ledger.close()
+    summary = report.summary()
+    if as_json:
+        out.print_json(json.dumps(summary))
+        exit_if_unreadable(report.files)
+        return
+    table = Table(title="shortened proofs")
+    for column in ("lemma", "before", "after"):
+        table.add_column(column, overflow="fold")
+    for proof in report.shortened:
+        if proof.accepted:
+            table.add_row(proof.name, " ".join(proof.before), " ".join(proof.after))
+    out.print(table)
+    for file_report in report.files:
+        if file_report.status not in (FileStatus.DONE, FileStatus.UNREADABLE):
+            out.print(
+                f"[red]{file_report.path}[/]: {file_report.status.value}. "
+                f"{file_report.message[:300]}"
+            )
+    verb = "would be" if dry_run else "were"
+    out.print(
+        f"{summary['shortened']}/{report.proofs} proofs {verb} shortened; total length "
+        f"{report.chars_before} -> {report.chars_after} characters, "
+        f"{report.sentences_before} -> {report.sentences_after} sentences; "
+        f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall"
+    )
+    exit_if_unreadable(report.files)

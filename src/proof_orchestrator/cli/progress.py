@@ -1,0 +1,118 @@
+"""The live terminal views of the long commands: a progress bar with ETA and a table."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Group
+from rich.live import Live
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from ..evaluate import GoalRow
+from ..goals import Outcome
+from ..pipeline import GoalReport
+from .common import console
+
+
+def progress_bar() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("proved {task.fields[proved]}"),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+    )
+
+
+@contextlib.contextmanager
+def live_view(view: Any) -> Iterator[Live]:
+    """Show ``view`` (a Rich renderable) on stderr, refreshed four times a second."""
+    with Live(view, console=console, refresh_per_second=4, transient=False) as live:
+        yield live
+    if not console.is_terminal:
+        console.line()  # Rich leaves the last line of a non-terminal render open
+
+
+class Tracker:
+    """Live terminal view: a progress bar with ETA and a table of wins per strategy."""
+
+    def __init__(self, description: str) -> None:
+        self.progress = progress_bar()
+        self.task = self.progress.add_task(description, total=None, proved=0)
+        self.proved = 0
+        self.expected = 0
+        self.wins: dict[str, int] = {}
+        self.cpu: dict[str, float] = {}
+
+    def files(self, files: list[tuple[Path, int]]) -> None:
+        """Add a run's holes to the total (bank rounds and executor comparisons run several)."""
+        self.expected += sum(n for _, n in files)
+        self.progress.update(self.task, total=self.expected)
+
+    def goal(self, report: GoalReport) -> None:
+        if report.outcome is Outcome.PROVED:
+            self.proved += 1
+            self.wins[report.strategy] = self.wins.get(report.strategy, 0) + 1
+        if report.strategy:
+            self.cpu[report.strategy] = self.cpu.get(report.strategy, 0.0) + report.cpu_seconds
+        self.progress.update(self.task, advance=1, proved=self.proved)
+
+    def __rich__(self) -> Group:
+        table = Table(title="wins by strategy", title_justify="left")
+        for column in ("strategy", "proofs", "CPU s"):
+            table.add_column(column)
+        for name in sorted(self.cpu, key=lambda n: -self.wins.get(n, 0)):
+            table.add_row(name, str(self.wins.get(name, 0)), f"{self.cpu[name]:.1f}")
+        return Group(self.progress.get_renderable(), table)
+
+    def live(self) -> contextlib.AbstractContextManager[Live]:
+        return live_view(self)
+
+
+class EvalTracker:
+    """Live view of ``orch eval``: goals done with ETA, and the solved count of each arm."""
+
+    def __init__(self) -> None:
+        self.progress = progress_bar()
+        self.task = self.progress.add_task("eval", total=None, proved=0)
+        self.solved: dict[str, int] = {}
+        self.arm_cpu: dict[str, float] = {}
+        self.unloadable = 0
+
+    def total(self, goals: int, arms: Sequence[str]) -> None:
+        self.progress.update(self.task, total=goals)
+        self.solved = dict.fromkeys(arms, 0)
+        self.arm_cpu = dict.fromkeys(arms, 0.0)
+
+    def goal(self, row: GoalRow) -> None:
+        self.unloadable += bool(row.unloadable)
+        for arm, result in row.arms.items():
+            self.solved[arm] = self.solved.get(arm, 0) + int(result.solved)
+            self.arm_cpu[arm] = self.arm_cpu.get(arm, 0.0) + result.cpu_seconds
+        self.progress.update(self.task, advance=1, proved=self.solved.get("portfolio", 0))
+
+    def __rich__(self) -> Group:
+        table = Table(title="solved per arm", title_justify="left")
+        for column in ("arm", "solved", "CPU s"):
+            table.add_column(column)
+        for arm, count in self.solved.items():
+            table.add_row(arm, str(count), f"{self.arm_cpu.get(arm, 0.0):.0f}")
+        if self.unloadable:
+            table.caption = f"{self.unloadable} goal(s) unloadable, not scored"
+        return Group(self.progress.get_renderable(), table)
+
+    def live(self) -> contextlib.AbstractContextManager[Live]:
+        return live_view(self)
