@@ -141,3 +141,16 @@ async def test_the_hammer_baseline_is_hammer_as_its_users_run_it(tmp_path: Path)
     assert hammer["cpu_seconds"] > 0.5  # the ATPs' CPU is counted
     with pytest.raises(EvalError, match="unknown baseline"):
         await evaluate([path], baselines=["hammerr"])
+
+
+async def test_a_seeded_sample_keeps_file_order_and_repeats(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text(SMALL, encoding="utf-8")
+    names = []
+    for _ in range(2):
+        result = await evaluate([path], budget=2, sample=2, seed=3)
+        names.append([r["name"] for r in result["rows"]])
+    assert names[0] == names[1]
+    assert len(names[0]) == 2
+    order = ["plus_zero_l", "plus_zero_r", "plus_succ_r"]
+    assert names[0] == sorted(names[0], key=order.index)

@@ -2,10 +2,10 @@
 
 Each *cycle* is one fill run over the project. Between cycles:
 
-* if the last cycle still searched (some strategy was below the budget cap
-  for some open goal), the next cycle starts at once. Budgets double from the
+* if the last cycle still searched (some open goal was below the budget
+  cap), the next cycle starts at once. A goal's budget doubles from the
   ledger's record of failures, so stuck goals get more time on each visit and
-  are parked for good once every strategy is past the cap;
+  are parked for good once they failed at the cap;
 * otherwise it waits for the user to change a ``.v`` file (watchfiles).
 
 A change to a file by the user (not a proof this process wrote) cancels the

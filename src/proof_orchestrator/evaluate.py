@@ -295,6 +295,7 @@ async def evaluate(
     baselines: Sequence[str] = (),
     seed: int = 0,
     limit: int | None = None,
+    sample: int | None = None,
     tactic_seconds: float = 1.0,
     on_goal: Callable[[GoalRow], None] | None = None,
     workers: int = 1,
@@ -302,6 +303,9 @@ async def evaluate(
     on_total: Callable[[int, Sequence[str]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation; returns the result (also meant to be written as JSON).
+
+    ``sample`` picks that many goals at random (seeded by ``seed``) among all the
+    files' goals; ``limit`` then keeps the first ones.
 
     ``journal``, when given, gets one JSON line per finished goal; ``on_total``
     is told the number of goals and the arms once the files are read.
@@ -327,15 +331,23 @@ async def evaluate(
             + ", ".join(clashes)
             + ". Evaluate files that it does not load."
         )
+    goals = [
+        (path, index)
+        for path in files
+        for index in range(len(qed_proofs(path, path.read_text(encoding="utf-8"))))
+    ]
+    if sample is not None and sample < len(goals):
+        # a seeded random subset, kept in file order (earlier proofs stay earlier)
+        chosen = set(random.Random(f"sample:{seed}").sample(range(len(goals)), sample))
+        goals = [g for i, g in enumerate(goals) if i in chosen]
+    if limit is not None:
+        goals = goals[:limit]
     jobs: list[_FileJobs] = []
-    left = limit
     for path in files:
-        count = len(qed_proofs(path, path.read_text(encoding="utf-8")))
-        if left is not None:
-            count = min(count, left)
-            left -= count
         picks = []
-        for index in range(count):
+        for goal_path, index in goals:
+            if goal_path != path:
+                continue
             order = list(arms)
             rng.shuffle(order)
             picks.append((index, order))

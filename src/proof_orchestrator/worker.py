@@ -37,9 +37,9 @@ from .reports import (
     GoalReport,
 )
 from .scheduler.bandit import ArmStats, Bandit, goal_class
-from .scheduler.budget import GoalBudget, cheap_first
+from .scheduler.budget import GoalBudget
 from .scheduler.governor import CpuGovernor
-from .scheduler.portfolio import RaceResult, race
+from .scheduler.portfolio import RaceResult, goal_pass
 from .scheduler.queue import GoalQueue, Mentions, priority
 from .strategies.base import Strategy, StrategyResult
 from .strategies.hammer import FOUND_WITH_TACTICS
@@ -323,36 +323,31 @@ class GoalRun:
         """One pass over the goal: its strategies race within the goal's budget.
 
         The bandit ranks them for the goal's class; the cheap ones go first and
-        the expensive ones share what is left (:mod:`.scheduler.budget`). No
-        candidate is checked here beyond what its strategy did in the session.
+        the expensive ones share what is left (:func:`.scheduler.portfolio.goal_pass`).
+        A prover error gets one retry per goal. No candidate is checked here
+        beyond what its strategy did in the session.
         """
         goal = item.hole.goal
         names = self.strategies_for(goal.language)
         klass = goal_class(goal.statement)
         heavy = {n: getattr(self.strategies[n], "weight", "light") == "heavy" for n in names}
-        order = cheap_first(self.bandit.rank(klass, names), heavy)
+        shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
 
-        def account() -> GoalBudget:
-            shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
-            return GoalBudget(item.budget, heavy, shares)
+        async def attempt(name: str, account: GoalBudget) -> StrategyResult:
+            return await self.attempt(item, name, klass, account)
 
-        budget = account()
-
-        async def attempt(name: str) -> StrategyResult:
-            return await self.attempt(item, name, klass, budget)
-
-        outcome = await race(order, self.options.orch.portfolio, attempt)
-        errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
-        if outcome.winner is None and errored and not item.error_retried:
-            # a prover error says nothing about the goal: those strategies go once more,
-            # each in a fresh session (a broken prover never goes back to the pool),
-            # with a budget of their own
+        retry = not item.error_retried
+        outcome = await goal_pass(
+            self.bandit.rank(klass, names),
+            heavy,
+            shares,
+            item.budget,
+            self.options.orch.portfolio,
+            attempt,
+            retry_errors=retry,
+        )
+        if retry and any(r.outcome is Outcome.ERROR for r in outcome.results.values()):
             item.error_retried = True
-            budget = account()
-            retry = await race(errored, self.options.orch.portfolio, attempt)
-            outcome.results.update(retry.results)
-            outcome.winner = retry.winner
-            outcome.cancelled += retry.cancelled
         return outcome
 
     async def attempt(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import random
 import re
 import time
 from collections.abc import Sequence
@@ -35,12 +36,14 @@ from ..project.patch import Patch, apply_patches, write_atomic
 from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession, PrefixError
 from ..reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..scheduler.bandit import Bandit, goal_class
+from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
-from ..scheduler.portfolio import race
+from ..scheduler.portfolio import goal_pass
 from ..strategies.base import Strategy, StrategyResult
 from ..strategies.context import gather_context, show_goal
 from ..strategies.llm import llm_strategies
-from ..worker import default_strategies, language_of_strategy
+from ..worker import NO_BUDGET_LEFT, default_strategies, language_of_strategy
 
 __all__ = [
     "AgentService",
@@ -557,7 +560,7 @@ class AgentService:
         started = time.monotonic()
         spent = 0.0
 
-        async def attempt(name: str) -> StrategyResult:
+        async def attempt(name: str, account: GoalBudget) -> StrategyResult:
             nonlocal spent
             strategy = strategies[name]
             slot = (
@@ -565,15 +568,33 @@ class AgentService:
                 if getattr(strategy, "uses_slot", True)
                 else contextlib.nullcontext(None)
             )
+            granted = 0.0
             try:
                 async with slot:
-                    result = await run_attempt(tools, strategy, located.hole, located.text, budget)
+                    granted = account.grant(name)
+                    if granted <= 0:
+                        return StrategyResult(Outcome.TIMEOUT, message=NO_BUDGET_LEFT)
+                    part = replace(budget, cpu_seconds=granted)
+                    result = await run_attempt(tools, strategy, located.hole, located.text, part)
             except (ProverError, PrefixError) as exc:
                 result = StrategyResult(Outcome.ERROR, message=str(exc))
+            account.settle(granted, result.cpu_seconds)
             spent += result.cpu_seconds
             return result
 
-        outcome = await race(list(strategies), self.options.orch.portfolio, attempt)
+        # the same pass as orch fill's: cpu_s for the goal, cheap strategies first,
+        # the expensive ones sharing the rest, in the order of the ledger's bandit
+        klass = goal_class(located.hole.goal.statement)
+        bandit = Bandit(self.options.orch.bandit, random.Random(), self.ledger.load_bandit())
+        heavy = {n: getattr(s, "weight", "light") == "heavy" for n, s in strategies.items()}
+        outcome = await goal_pass(
+            bandit.rank(klass, list(strategies)),
+            heavy,
+            {n: bandit.success_rate(klass, n) for n in strategies if heavy[n]},
+            cpu_s,
+            self.options.orch.portfolio,
+            attempt,
+        )
         outcomes = {name: r.outcome.value for name, r in outcome.results.items()}
         if outcome.winner is None:
             self._record(

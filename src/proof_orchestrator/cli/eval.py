@@ -38,7 +38,10 @@ def eval_command(
         ),
     ] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
-    seed: Annotated[int, typer.Option(help="seed of the arm order")] = 0,
+    sample: Annotated[
+        int | None, typer.Option(help="N goals drawn at random (seeded) from all the files")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="seed of the arm order and of --sample")] = 0,
     workers: Annotated[int, typer.Option(help="files evaluated at once")] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="where the result JSON goes")] = Path(
         "bench/results"
@@ -65,6 +68,7 @@ def eval_command(
                     baselines=baseline or (),
                     seed=seed,
                     limit=limit,
+                    sample=sample,
                     workers=workers,
                     on_goal=progress.goal,
                     on_total=progress.total,

@@ -10,14 +10,15 @@ are owned by a ``TaskGroup``: none is left running when :func:`race` returns.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..goals import Outcome
 from ..strategies.base import StrategyResult
+from .budget import GoalBudget, cheap_first
 
-__all__ = ["RaceResult", "race"]
+__all__ = ["RaceResult", "goal_pass", "race"]
 
 
 @dataclass(slots=True)
@@ -58,4 +59,35 @@ async def race(
                     task.cancel()
                     outcome.cancelled.append(name)
                 running.clear()
+    return outcome
+
+
+async def goal_pass(
+    ranked: Sequence[str],
+    heavy: Mapping[str, bool],
+    shares: Mapping[str, float],
+    total: float,
+    width: int,
+    attempt: Callable[[str, GoalBudget], Coroutine[Any, Any, StrategyResult]],
+    *,
+    retry_errors: bool = True,
+) -> RaceResult:
+    """One pass over a goal with ``total`` CPU seconds: the code every portfolio runs.
+
+    ``ranked`` is the bandit's order; the cheap strategies go first and the
+    expensive ones share what they leave (:class:`~.budget.GoalBudget`, which
+    ``attempt`` draws its grant from when its strategy really starts). With
+    ``retry_errors``, when no strategy found a proof, those that ended in a
+    prover error go once more (each in a fresh session) with a budget of their
+    own: a broken prover says nothing about the goal.
+    """
+    budget = GoalBudget(total, heavy, shares)
+    outcome = await race(cheap_first(ranked, heavy), width, lambda name: attempt(name, budget))
+    errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
+    if outcome.winner is None and errored and retry_errors:
+        again = GoalBudget(total, heavy, shares)
+        retry = await race(errored, width, lambda name: attempt(name, again))
+        outcome.results.update(retry.results)
+        outcome.winner = retry.winner
+        outcome.cancelled += retry.cancelled
     return outcome
