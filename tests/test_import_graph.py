@@ -11,6 +11,7 @@ import holes`` is an edge to ``proof_orchestrator.project.holes``, ``from
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -82,6 +83,7 @@ def imported(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> I
                 yield target
 
 
+@functools.cache
 def import_graph() -> dict[str, set[str]]:
     """Module -> the package modules it imports (anywhere in its body)."""
     modules = package_modules()
@@ -152,9 +154,10 @@ def test_the_package_has_no_import_cycle() -> None:
         pytest.fail("import cycle: " + " -> ".join(exc.args[1]))
 
 
-@pytest.mark.parametrize("core", ["goals", "scheduler"])
+@pytest.mark.parametrize("core", ["goals", "scheduler", "provers.base", "strategies.base"])
 def test_the_neutral_core_imports_no_prover_module(core: str) -> None:
-    """``goals`` and ``scheduler/`` reach no prover module, not even through others."""
+    """``goals``, ``scheduler/`` and the two seams reach no prover module, not even
+    through others."""
     graph = import_graph()
     prover = {f"{PACKAGE}.{m}" for m in PROVER_MODULES}
     assert prover <= set(graph), "a prover module was moved: update PROVER_MODULES"
@@ -163,3 +166,14 @@ def test_the_neutral_core_imports_no_prover_module(core: str) -> None:
     for start in starts:
         for target, chain in reachable(graph, start).items():
             assert target not in prover, f"{start} imports a prover module: {' -> '.join(chain)}"
+
+
+def test_nothing_outside_the_command_line_imports_it() -> None:
+    """``cli/`` is a leaf: the commands call the package, never the other way round."""
+    cli = f"{PACKAGE}.cli"
+    graph = import_graph()
+    for module, targets in graph.items():
+        if module == cli or module.startswith(f"{cli}."):
+            continue
+        inside = sorted(t for t in targets if t == cli or t.startswith(f"{cli}."))
+        assert not inside, f"{module} imports {inside}"
