@@ -54,6 +54,7 @@ def run_command(coro: Coroutine[Any, Any, T]) -> T:
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``message`` as an error on stderr; the caller raises the exit it returns."""
     console.print(f"[red]error:[/] {message}")
     return typer.Exit(code)
 
@@ -96,11 +97,13 @@ def check_inputs(paths: list[Path]) -> None:
 
 
 def fill_options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
+    """The options of a run with ``settings`` (its per-goal budget and tactic timeout)."""
     budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
     return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
 
 
 def open_ledger(db: str | None, anchor: Path) -> Ledger:
+    """The ledger at ``db`` (a URL or an SQLite path), else the project's; exit 2 if unusable."""
     url = db or default_ledger_url(project_for(anchor).root)
     if "://" not in url:
         url = f"sqlite:///{Path(url).resolve()}"
