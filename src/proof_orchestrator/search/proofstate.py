@@ -14,6 +14,7 @@ Implementations: :class:`proof_orchestrator.provers.coq_states.CoqStates`
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -64,7 +65,8 @@ class ProofStates(Protocol):
 def hypotheses(goal: str, syntax: GoalSyntax) -> list[Hypothesis]:
     """The hypotheses printed above ``syntax.separator`` in ``goal``.
 
-    ``p q r : Prop`` gives three hypotheses; a line without `` : `` (Lean's
+    ``p q r : Prop`` (Lean) and ``P, Q : Prop`` (Coq) give several hypotheses;
+    the display's common indentation is ignored; a line without `` : `` (Lean's
     ``case left`` tag) is skipped; an indented line continues the type above it.
     """
     above, found, _ = goal.rpartition(syntax.separator)
@@ -73,7 +75,7 @@ def hypotheses(goal: str, syntax: GoalSyntax) -> list[Hypothesis]:
     out: list[Hypothesis] = []
     names: list[str] = []
     kind = ""
-    for line in above.splitlines():
+    for line in textwrap.dedent(above).splitlines():
         if line[:1].isspace() and names:
             kind += " " + line.strip()
             continue
@@ -83,6 +85,6 @@ def hypotheses(goal: str, syntax: GoalSyntax) -> list[Hypothesis]:
         left, colon, right = line.partition(" : ")
         if not colon or not left.strip():
             continue
-        names, kind = left.split(), right
+        names, kind = left.replace(",", " ").split(), right
     out += [Hypothesis(n, kind.strip()) for n in names]
     return out
