@@ -12,9 +12,11 @@ from proof_orchestrator.search.features import LEAN
 from proof_orchestrator.search.premises import PremiseIndex
 from proof_orchestrator.strategies.lean_premises import (
     LeanPremiseIndexes,
+    blank_comments,
     header_imports,
     import_closure,
     lean_declarations,
+    library_declarations,
     source_roots,
     toolchain_sources,
 )
@@ -167,3 +169,45 @@ def test_premise_templates() -> None:
         "simp [twice]",
         "unfold twice",
     ]
+
+
+TRICKY = """\
+import Foo
+/-! module doc
+theorem in_module_doc : True := trivial
+-/
+namespace X
+/-- doc -- not a line comment
+theorem in_doc : True := trivial -/
+@[simp] theorem Foo.bar (a b : Nat) (h : a ≤ b) : a + 0 ≤ b + 0 := by
+  simp [Nat.add_zero] -- theorem not_this : x
+  exact h
+private lemma hidden : True := trivial
+protected lemma qux {α : Type*} (l : List α) :
+    l.reverse.reverse = l := List.reverse_reverse l
+/- nested /- comment -/ still
+theorem in_comment : 1 = 1 := rfl -/
+noncomputable section
+def f : Nat → Nat
+  | 0 => 1
+  | n + 1 => n
+end
+end X
+theorem _root_.top : True := trivial
+"""
+
+
+def test_the_line_scan_of_library_modules_reads_what_the_lexer_reads(tree: Path) -> None:
+    sources = [TRICKY, *(p.read_text(encoding="utf-8") for p in tree.parent.rglob("*.lean"))]
+    for text in sources:
+        assert library_declarations(text, "M") == lean_declarations(text, "M", private=False)
+    assert [p.name for p in library_declarations(TRICKY, "M")] == [
+        "X.Foo.bar",
+        "X.qux",
+        "X.f",
+        "top",
+    ]
+    blanked = blank_comments(TRICKY)
+    assert blanked.count("\n") == TRICKY.count("\n")
+    assert "in_comment" not in blanked
+    assert "in_doc" not in blanked
