@@ -72,6 +72,24 @@ async def test_search_finds_a_recorded_multi_step_proof(tmp_path: Path) -> None:
     assert result.tactics_tried == len(tactics) - len(result.sentences)  # minus the check
 
 
+async def test_the_learned_tactic_is_tried_first(tmp_path: Path) -> None:
+    """A model seeded with a ledger proof of a conjunction proposes its first step first."""
+    path = tmp_path / "Branch.lean"
+    path.write_text(BRANCHING + "\n", encoding="utf-8")
+    (hole,) = scan_lean_text(path, BRANCHING + "\n")
+    prover, log = prover_for(tmp_path, "core/proof_branching.in")
+    proved = [("theorem both (a b : Prop) (ha : a) (hb : b) : a ∧ b", ("apply And.intro",))]
+    try:
+        async with prover.session(hole, BRANCHING + "\n") as session:
+            strategy = LeanSearchStrategy(LeanModels(proved), indexes=LeanPremiseIndexes())
+            result = await strategy.prove(session, hole.goal, Budget(60, 5, 5))
+    finally:
+        await prover.aclose()
+    tactics = [r["tactic"] for r in sent(log) if "tactic" in r]
+    assert tactics[0] == "apply And.intro"
+    assert result.sentences[0] == "apply And.intro"
+
+
 async def test_search_gives_up_when_no_recorded_step_fits(tmp_path: Path) -> None:
     """The search never invents a proof: at depth 2 the 4-step proof is out of reach."""
     path = tmp_path / "Branch.lean"

@@ -14,9 +14,10 @@ statement (the text between the name and ``:=``). They are ranked against the
 goal with :class:`~proof_orchestrator.search.premises.PremiseIndex` using
 Lean's identifier rules. The file's own declarations are read with the Lean
 lexer; library modules with a line scan that finds the same declarations
-about eight times faster (Mathlib has thousands of modules). The library part of an index is built once per
-import closure and shared; a hole's index adds the file's own declarations
-above it and is cached per (file, text before the hole).
+about eight times faster (Mathlib has thousands of modules). The library
+part of an index is built once per import closure and shared; a hole's index
+adds the file's own declarations above it and is cached per (file, text
+before the hole).
 """
 
 from __future__ import annotations

@@ -106,8 +106,10 @@ def closers(session: LeanSession) -> list[str]:
     return found
 
 
-def hypothesis_steps(hypotheses: Sequence[Hypothesis], limit: int = 8) -> list[str]:
-    """Tactics that use the hypotheses (the most recent first)."""
+def hypothesis_steps(
+    hypotheses: Sequence[Hypothesis], limit: int = 8, max_steps: int = 12
+) -> list[str]:
+    """Tactics that use the hypotheses (the most recent first), at most ``max_steps``."""
     steps: list[str] = []
     for hyp in list(reversed(hypotheses))[:limit]:
         if hyp.name.endswith("✝") or hyp.type in ("Prop", "Type") or hyp.type.startswith("Sort"):
@@ -122,7 +124,7 @@ def hypothesis_steps(hypotheses: Sequence[Hypothesis], limit: int = 8) -> list[s
             steps += [f"apply {hyp.name}.mp", f"apply {hyp.name}.mpr"]
         if shape in ("∧", "∨", "∃"):
             steps.append(f"cases {hyp.name}")
-    return steps
+    return steps[:max_steps]
 
 
 def premise_steps(index: PremiseIndex, goal: str, exclude: Sequence[str], k: int = 3) -> list[str]:
