@@ -175,6 +175,34 @@ async def _model(
     return models, model, sent(log)
 
 
+async def test_the_lean_session_as_proof_states(tmp_path: Path) -> None:
+    """show / hypotheses / reach / check of LeanSession, on the recorded replies."""
+    path = tmp_path / "Branch.lean"
+    path.write_text(BRANCHING, encoding="utf-8")
+    (hole,) = scan_lean_text(path, BRANCHING)
+    prover, log = prover_for(tmp_path, "core/proof_branching.in")
+    try:
+        async with prover.session(hole, BRANCHING) as session:
+            root_goals = await session.show(session.root, timeout=5)
+            step = await session.apply("apply And.intro", session.root, timeout=5)
+            shown = await session.show(step.state, timeout=5)
+            assert await session.reach(step.state, timeout=5) == step.state
+            bad = await session.check(["exact h1.left"], timeout=5)
+    finally:
+        await prover.aclose()
+    assert root_goals == ("p q r : Prop\nh1 : p ∧ q\nh2 : q → r\n⊢ p ∧ r",)
+    assert shown == step.goals  # known from the reply: nothing was sent for it
+    assert [r.get("tactic") for r in sent(log)][1:] == ["apply And.intro", "exact h1.left"]
+    assert not bad.ok
+    assert session.hypotheses(root_goals[0]) == [
+        Hypothesis("p", "Prop"),
+        Hypothesis("q", "Prop"),
+        Hypothesis("r", "Prop"),
+        Hypothesis("h1", "p ∧ q"),
+        Hypothesis("h2", "q → r"),
+    ]
+
+
 async def test_knn_pairs_are_mined_from_a_recorded_all_tactics_reply(tmp_path: Path) -> None:
     """File mode with `allTactics` on test/file2.lean: the model holds the recorded pairs."""
     text = FILE2 + "\ntheorem later (n : Nat) : n + 0 = n := by sorry\n"
