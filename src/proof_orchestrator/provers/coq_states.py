@@ -2,9 +2,9 @@
 
 ``coqtop`` keeps one line of states: running a tactic from an older state
 (``BackTo``) drops the states after it. So :meth:`CoqStates.reach` rebuilds a
-state from its script, from the root, before the search branches from it,
-exactly what :class:`proof_orchestrator.strategies.search.SearchStrategy`
-does by hand.
+state from its script, from the root, before the search branches from it
+(as :class:`proof_orchestrator.strategies.search.SearchStrategy` did before
+it ran on the shared search).
 """
 
 from __future__ import annotations

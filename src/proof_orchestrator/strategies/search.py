@@ -1,5 +1,10 @@
 """Best-first search over proof states (Coq).
 
+The search is :func:`proof_orchestrator.search.bestfirst.best_first`, the one
+Lean's ``lean-search`` runs too, over the session's
+:class:`~proof_orchestrator.provers.coq_states.CoqStates` view; this module
+supplies Coq's candidates and the readable script.
+
 A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
 (:mod:`.knn`), the premises that rank best against the goal (:mod:`.retrieval`:
