@@ -89,8 +89,8 @@ class LeanModels:
 
     def __init__(self, proved: Sequence[tuple[str, Sequence[str]]] = (), size: int = 64) -> None:
         self._seed = [(features(s, LEAN), script[0]) for s, script in proved if script]
-        #: (file, text digest) -> every mined entry of that text
-        self._mined: dict[tuple[str, str], list[MinedTactic]] = {}
+        #: (file, text digest) -> every mined entry of that text (the newest ``4 * size``)
+        self._mined: OrderedDict[tuple[str, str], list[MinedTactic]] = OrderedDict()
         self._models: OrderedDict[tuple[str, str], TacticModel] = OrderedDict()
         self.size = size
         #: CPU seconds spent mining (elaborating files in the REPL)
@@ -146,6 +146,7 @@ class LeanModels:
         key = (str(path), _digest(text))
         known = self._mined.get(key)
         if known is not None:
+            self._mined.move_to_end(key)
             return known
         root = session.prover.project.root
         entries: Sequence[Mapping[str, Any]] = ()
@@ -169,6 +170,8 @@ class LeanModels:
         except ProverError:
             entries = ()
         mined = self._mined[key] = mined_tactics(entries)
+        while len(self._mined) > 4 * self.size:
+            self._mined.popitem(last=False)
         return mined
 
 
