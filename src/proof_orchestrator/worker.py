@@ -57,6 +57,8 @@ from .strategies.hammer import (
     hammer_environment,
 )
 from .strategies.knn import FileModels
+from .strategies.lean_knn import LeanModels
+from .strategies.lean_search import LeanSearchStrategy
 from .strategies.lean_tactics import LeanQuickStrategy
 from .strategies.micro import (
     CachedStrategy,
@@ -108,7 +110,9 @@ def default_strategies(
     ]
     if profile >= 1:
         strategies += strong_strategies(
-            ledger.proved_statements(), "hammer-tactics" in allowed_imports
+            ledger.proved_statements(),
+            "hammer-tactics" in allowed_imports,
+            ledger.proved_statements("lean"),
         )
     if profile >= 2:
         strategies.append(MarketStrategy(ledger))
@@ -116,17 +120,21 @@ def default_strategies(
 
 
 def strong_strategies(
-    proved: Sequence[tuple[str, Sequence[str]]] = (), allow_tactics_import: bool = False
+    proved: Sequence[tuple[str, Sequence[str]]] = (),
+    allow_tactics_import: bool = False,
+    lean_proved: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> list[Strategy]:
-    """Search, ``sauto`` and ``hammer``.
+    """Search, ``sauto`` and ``hammer`` (Coq); ``lean-search`` (Lean).
 
-    ``proved`` (statement, script) pairs seed the search's k-NN model with the
-    proofs found before (the ledger's), besides the file's own earlier proofs.
+    ``proved`` / ``lean_proved`` (statement, script) pairs seed the searches'
+    k-NN models with the proofs found before (the ledger's), besides the
+    file's own earlier proofs.
     """
     return [
         SearchStrategy(FileModels(proved)),
         SautoStrategy(allow_tactics_import),
         HammerStrategy(allow_tactics_import),
+        LeanSearchStrategy(LeanModels(lean_proved)),
     ]
 
 
