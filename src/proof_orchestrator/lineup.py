@@ -1,4 +1,4 @@
-"""The strong strategies, built the same way on the driver and in an executor.
+"""The strong strategies (Coq and Lean), built the same way on the driver and in an executor.
 
 :func:`proof_orchestrator.worker.default_strategies` puts them in a profile's
 lineup; :func:`proof_orchestrator.executors.make_strategies` builds every
@@ -12,21 +12,27 @@ from collections.abc import Sequence
 from .strategies.base import Strategy
 from .strategies.hammer import HammerStrategy, SautoStrategy
 from .strategies.knn import FileModels
+from .strategies.lean_knn import LeanModels
+from .strategies.lean_search import LeanSearchStrategy
 from .strategies.search import SearchStrategy
 
 __all__ = ["strong_strategies"]
 
 
 def strong_strategies(
-    proved: Sequence[tuple[str, Sequence[str]]] = (), allow_tactics_import: bool = False
+    proved: Sequence[tuple[str, Sequence[str]]] = (),
+    allow_tactics_import: bool = False,
+    lean_proved: Sequence[tuple[str, Sequence[str]]] = (),
 ) -> list[Strategy]:
-    """Search, ``sauto`` and ``hammer``.
+    """Search, ``sauto`` and ``hammer`` (Coq); ``lean-search`` (Lean).
 
-    ``proved`` (statement, script) pairs seed the search's k-NN model with the
-    proofs found before (the ledger's), besides the file's own earlier proofs.
+    ``proved`` / ``lean_proved`` (statement, script) pairs seed the searches'
+    k-NN models with the proofs found before (the ledger's), besides the
+    file's own earlier proofs.
     """
     return [
         SearchStrategy(FileModels(proved)),
         SautoStrategy(allow_tactics_import),
         HammerStrategy(allow_tactics_import),
+        LeanSearchStrategy(LeanModels(lean_proved)),
     ]

@@ -94,7 +94,9 @@ def default_strategies(
     ]
     if profile >= 1:
         strategies += strong_strategies(
-            ledger.proved_statements(), "hammer-tactics" in allowed_imports
+            ledger.proved_statements(),
+            "hammer-tactics" in allowed_imports,
+            ledger.proved_statements("lean"),
         )
     if profile >= 2:
         strategies.append(MarketStrategy(ledger))

@@ -31,9 +31,10 @@ import re
 import shlex
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -46,6 +47,8 @@ from ..errors import (
 from ..goals import Goal
 from ..project.lean_holes import LeanHole, command_spans, scan_lean_text
 from ..project.lean_holes import declared_axioms as lean_declared_axioms
+from ..search.features import LEAN, GoalSyntax
+from ..search.proofstate import Hypothesis, hypotheses
 from .base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
 from .lean_repl import LeanRepl, TacticReply
 from .process import run_command
@@ -267,18 +270,30 @@ class LeanProver:
 
 
 class LeanSession:
-    """An open proof of one ``sorry`` (the :class:`~.base.ProofSession` seam)."""
+    """An open proof of one ``sorry``.
+
+    It is a :class:`~.base.ProofSession` and a
+    :class:`~proof_orchestrator.search.proofstate.ProofStates`: a proof state is
+    a REPL number that stays valid, so a search branches from any state for free.
+    """
+
+    #: how Lean prints goals (hypotheses above ``⊢``) and spells names
+    syntax: GoalSyntax = LEAN
 
     def __init__(self, prover: LeanProver, warm: _Warm, hole: LeanHole, source: str) -> None:
         self.prover = prover
         self.warm = warm
         self.hole = hole
+        #: the file's text the session was opened on
+        self.source = source
         header = source[: hole.header_end].strip()
         body = source[hole.header_end : hole.decl_start].strip()
         self.chain = tuple(part for part in (header, body) if part)
         self.declaration = source[hole.decl_start : hole.decl_end]
         self.goal_text = ""
         self._root: ProofState | None = None
+        #: the goals the REPL reported for each (generation, proof state) reached
+        self._goals: dict[tuple[int, int], tuple[str, ...]] = {}
         self._cpu_done = 0.0
         self._cpu_start = warm.repl.cpu_seconds()
 
@@ -339,6 +354,25 @@ class LeanSession:
         self.goal_text = found[0].goal
         self._root = ProofState((), found[0].proof_state, self.warm.generation)
 
+    async def all_tactics(self, path: str) -> tuple[Mapping[str, Any], ...]:
+        """Every tactic of the file at ``path`` with the goals it ran on (REPL file mode).
+
+        ``path`` is read by the REPL (relative paths from the project's root).
+        Refusals raise :class:`~proof_orchestrator.errors.ProverRequestError`; a
+        REPL that hangs on the file is replaced (the session goes on) and
+        :class:`~proof_orchestrator.errors.ProverHung` is raised.
+        """
+        await self._throttle()
+        try:
+            reply = await self.warm.repl.file(
+                path, all_tactics=True, timeout=self.prover.settings.load_timeout
+            )
+        except ProverError:
+            if not self.warm.repl.alive:
+                await self._restart()
+            raise
+        return reply.tactics
+
     async def _restart(self) -> None:
         self._cpu_done = self.cpu_seconds()
         self.warm = await self.prover.replace(self.warm)
@@ -386,6 +420,7 @@ class LeanSession:
         after = ProofState((*state.script, tactic), reply.proof_state, self.warm.generation)
         info = "\n".join(m.data for m in reply.messages if m.severity == "info")
         status = TacticStatus.COMPLETE if reply.complete else TacticStatus.GOALS
+        self._goals[(after.generation, after.token)] = reply.goals
         return TacticResult(status, after, reply.goals, info, cpu)
 
     async def run_script(
@@ -403,6 +438,32 @@ class LeanSession:
     async def back_to(self, state: ProofState) -> None:
         """Nothing to do: every tactic names the proof state it starts from."""
         del state
+
+    # -- the search's view (search.proofstate.ProofStates) --------------------------
+
+    async def apply(self, tactic: str, state: ProofState, *, timeout: float) -> TacticResult:
+        return await self.run_tactic(tactic, state, timeout=timeout)
+
+    async def show(self, state: ProofState, *, timeout: float) -> tuple[str, ...]:
+        """The goals at ``state``: the hole's goal at the root, else the REPL's last word on it."""
+        if state == self.root:
+            return (self.goal_text,) if self.goal_text else ()
+        known = self._goals.get((state.generation, state.token))
+        if known is not None:
+            return known
+        shown = await self.run_tactic("skip", state, timeout=timeout)
+        return shown.goals
+
+    async def reach(self, state: ProofState, *, timeout: float) -> ProofState | None:
+        """``state`` itself: REPL proof states are immutable (rebuilt only after a restart)."""
+        del timeout
+        return state
+
+    def hypotheses(self, goal: str) -> list[Hypothesis]:
+        return hypotheses(goal, self.syntax)
+
+    async def check(self, script: Sequence[str], *, timeout: float) -> TacticResult:
+        return await self.run_script(script, self.root, timeout=timeout)
 
 
 # -- whole-file verification ---------------------------------------------------------

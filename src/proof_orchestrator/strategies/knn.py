@@ -15,92 +15,24 @@ plain Python dictionaries.
 
 from __future__ import annotations
 
-import itertools
-import math
 import re
-import zlib
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..coqsyntax import one_sentence
 from ..errors import ProverError, SourceSyntaxError
 from ..goals import Goal, HoleKind
 from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession, PrefixError
+from ..search.features import TacticModel, features, similarity
 
 __all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix", "similarity"]
 
-_IDENT = re.compile(r"[A-Za-z_][\w'.]*")
 _LEMMA = re.compile(
     r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
     r"(?:Lemma|Theorem|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)"
 )
-
-
-def _hash(text: str) -> int:
-    return zlib.crc32(text.encode()) & 0xFFFFF
-
-
-def features(goal_text: str) -> dict[int, float]:
-    """Hashed features of a goal display (hypotheses above ``====``, conclusion below)."""
-    above, _, below = goal_text.rpartition("=====")
-    below = below.lstrip("=")
-    if not _:
-        above, below = "", goal_text
-    conclusion = _IDENT.findall(below)
-    counts: Counter[int] = Counter()
-    for word in conclusion:
-        counts[_hash("c:" + word)] += 2
-    for left, right in itertools.pairwise(conclusion):
-        counts[_hash(f"b:{left}>{right}")] += 1
-    for line in above.splitlines():
-        _, colon, kind = line.partition(":")
-        if colon:
-            for word in _IDENT.findall(kind):
-                counts[_hash("h:" + word)] += 1
-    stripped = below.strip()
-    if conclusion:
-        counts[_hash("head:" + conclusion[0])] += 3
-    for shape in ("forall", "->", "=", "/\\", "\\/", "~", "<->", "<=", "<"):
-        if shape in stripped:
-            counts[_hash("s:" + shape)] += 1
-    norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
-    return {k: v / norm for k, v in counts.items()}
-
-
-def similarity(a: dict[int, float], b: dict[int, float]) -> float:
-    """Cosine similarity of two feature vectors from :func:`features`."""
-    if len(a) > len(b):
-        a, b = b, a
-    return sum(v * b.get(k, 0.0) for k, v in a.items())
-
-
-@dataclass(slots=True)
-class TacticModel:
-    """Stored (state features, tactic) pairs and the nearest-neighbour suggestion."""
-
-    pairs: list[tuple[dict[int, float], str]] = field(default_factory=list)
-
-    def add(self, goal_text: str, tactic: str) -> None:
-        self.pairs.append((features(goal_text), tactic))
-
-    def __len__(self) -> int:
-        return len(self.pairs)
-
-    def suggest(self, goal_text: str, k: int = 8, neighbours: int = 24) -> list[tuple[str, float]]:
-        """Up to ``k`` tactics with scores, from the ``neighbours`` most similar states."""
-        if not self.pairs:
-            return []
-        query = features(goal_text)
-        scored = sorted(
-            ((similarity(query, f), tactic) for f, tactic in self.pairs), key=lambda p: -p[0]
-        )[:neighbours]
-        votes: dict[str, float] = {}
-        for score, tactic in scored:
-            if score > 0:
-                votes[tactic] = votes.get(tactic, 0.0) + score
-        return sorted(votes.items(), key=lambda p: -p[1])[:k]
 
 
 @dataclass(frozen=True, slots=True)

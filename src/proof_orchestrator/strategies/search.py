@@ -1,5 +1,10 @@
 """Best-first search over proof states (Coq).
 
+The search is :func:`proof_orchestrator.search.bestfirst.best_first`, the one
+Lean's ``lean-search`` runs too, over the session's
+:class:`~proof_orchestrator.provers.coq_states.CoqStates` view; this module
+supplies Coq's candidates and the readable script.
+
 A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
 (:mod:`.knn`), the premises that rank best against the goal (:mod:`.retrieval`:
@@ -21,16 +26,14 @@ not replay, the flat one is returned.
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-import itertools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from ..goals import Budget, Goal, Outcome
-from ..provers.base import ProofState, TacticStatus
+from ..provers.base import TacticStatus
 from ..provers.coq import CoqSession
+from ..provers.coq_states import CoqStates
+from ..search.bestfirst import SearchEnd, best_first
 from .base import StrategyResult
 from .knn import FileModels
 from .micro import lia_tactic
@@ -107,20 +110,6 @@ def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
     return out
 
 
-@dataclass(order=True, slots=True)
-class _Node:
-    priority: float
-    order: int
-    state: ProofState = field(compare=False)
-    goals: tuple[str, ...] = field(compare=False)
-    steps: tuple[str, ...] = field(compare=False)
-    counts: tuple[int, ...] = field(compare=False)
-
-
-def _fingerprint(goals: Sequence[str]) -> str:
-    return hashlib.sha256("\x00".join(" ".join(g.split()) for g in goals).encode()).hexdigest()
-
-
 class SearchStrategy:
     """Best-first search with learned, retrieved, closing and structural candidates."""
 
@@ -175,74 +164,40 @@ class SearchStrategy:
         del goal
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
-        tried = 0
-
-        def spent() -> float:
-            return session.cpu_seconds() - cpu_start
-
-        def result(outcome: Outcome, script: Sequence[str] = ()) -> StrategyResult:
-            return StrategyResult(
-                outcome, tuple(script), tried, spent(), time.monotonic() - started
-            )
-
         max_depth, max_expansions = search_limits(
             budget.cpu_seconds, self.max_depth, self.max_expansions
         )
         index = await index_for(session)
         lia = await lia_tactic(session)
-        seconds = max(1.0, budget.tactic_seconds)
-        first = await session.run_tactic("idtac.", session.root, timeout=seconds)
-        if not first.goals:
-            return result(Outcome.FAILED)
-        counter = itertools.count()
-        frontier = [_Node(0.0, next(counter), session.root, first.goals, (), (len(first.goals),))]
-        seen = {_fingerprint(first.goals)}
-        expansions = 0
-        timed_out = False
-        while frontier and expansions < max_expansions:
-            if spent() >= budget.cpu_seconds:
-                timed_out = True
-                break
-            node = heapq.heappop(frontier)
-            expansions += 1
-            # coqtop keeps one line of states: trying a sibling drops the states after it,
-            # so a node's state is rebuilt from its script before it is expanded
-            state = session.root
-            if node.steps:
-                reached = await session.run_script(node.steps, session.root, timeout=seconds)
-                if reached.status is not TacticStatus.GOALS:
-                    continue
-                state = reached.state
-            candidates = await self._candidates(session, node.goals[0], index, lia, node.steps)
-            for tactic, confidence in candidates:
-                if spent() >= budget.cpu_seconds:
-                    timed_out = True
-                    break
-                tried += 1
-                step = await session.run_tactic(tactic, state, timeout=seconds)
-                if step.status is TacticStatus.COMPLETE:
-                    steps = (*node.steps, tactic)
-                    counts = (*node.counts, 0)
-                    return result(Outcome.CANDIDATE, await self._readable(session, steps, counts))
-                if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= max_depth:
-                    continue
-                key = _fingerprint(step.goals)
-                if key in seen:
-                    continue
-                seen.add(key)
-                priority = len(node.steps) + 1 + 0.5 * len(step.goals) - 2.0 * confidence
-                heapq.heappush(
-                    frontier,
-                    _Node(
-                        priority,
-                        next(counter),
-                        step.state,
-                        step.goals,
-                        (*node.steps, tactic),
-                        (*node.counts, len(step.goals)),
-                    ),
-                )
-        return result(Outcome.TIMEOUT if timed_out else Outcome.FAILED)
+
+        async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
+            return await self._candidates(session, goal_text, index, lia, steps)
+
+        found = await best_first(
+            CoqStates(session),
+            [candidates],
+            max_depth=max_depth,
+            max_expansions=max_expansions,
+            # the budget counts from the start of the attempt (index and lia included)
+            cpu_seconds=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
+            tactic_seconds=max(1.0, budget.tactic_seconds),
+            per_node=self.per_node + 10,
+        )
+        script: Sequence[str] = ()
+        if found.end is SearchEnd.FOUND:
+            script = await self._readable(session, found.steps, found.counts)
+        outcome = {
+            SearchEnd.FOUND: Outcome.CANDIDATE,
+            SearchEnd.TIMEOUT: Outcome.TIMEOUT,
+            SearchEnd.EXHAUSTED: Outcome.FAILED,
+        }[found.end]
+        return StrategyResult(
+            outcome,
+            tuple(script),
+            found.tried,
+            session.cpu_seconds() - cpu_start,
+            time.monotonic() - started,
+        )
 
     async def _readable(
         self, session: CoqSession, steps: tuple[str, ...], counts: tuple[int, ...]

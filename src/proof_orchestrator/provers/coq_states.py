@@ -1,0 +1,54 @@
+"""A :class:`~proof_orchestrator.search.proofstate.ProofStates` view of a Coq session.
+
+``coqtop`` keeps one line of states: running a tactic from an older state
+(``BackTo``) drops the states after it. So :meth:`CoqStates.reach` rebuilds a
+state from its script, from the root, before the search branches from it
+(as :class:`proof_orchestrator.strategies.search.SearchStrategy` did before
+it ran on the shared search).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..search.features import COQ, GoalSyntax
+from ..search.proofstate import Hypothesis, hypotheses
+from .base import ProofState, TacticResult, TacticStatus
+from .coq import CoqSession
+
+__all__ = ["CoqStates"]
+
+
+class CoqStates:
+    """Coq's proof states through the prover-neutral interface (an adapter, no new machinery)."""
+
+    syntax: GoalSyntax = COQ
+
+    def __init__(self, session: CoqSession) -> None:
+        self.session = session
+
+    @property
+    def root(self) -> ProofState:
+        return self.session.root
+
+    async def apply(self, tactic: str, state: ProofState, *, timeout: float) -> TacticResult:
+        return await self.session.run_tactic(tactic, state, timeout=timeout)
+
+    async def show(self, state: ProofState, *, timeout: float) -> tuple[str, ...]:
+        shown = await self.session.run_tactic("idtac.", state, timeout=timeout)
+        return shown.goals
+
+    async def reach(self, state: ProofState, *, timeout: float) -> ProofState | None:
+        if not state.script:
+            return self.session.root
+        reached = await self.session.run_script(state.script, self.session.root, timeout=timeout)
+        return reached.state if reached.status is TacticStatus.GOALS else None
+
+    def hypotheses(self, goal: str) -> list[Hypothesis]:
+        return hypotheses(goal, self.syntax)
+
+    async def check(self, script: Sequence[str], *, timeout: float) -> TacticResult:
+        return await self.session.run_script(script, self.session.root, timeout=timeout)
+
+    def cpu_seconds(self) -> float:
+        return self.session.cpu_seconds()

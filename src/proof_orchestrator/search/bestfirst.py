@@ -1,0 +1,153 @@
+"""Best-first search over proof states, written once for every prover.
+
+Each node is a proof state reached by a list of tactics. A node is expanded
+by asking every :data:`Expander` for candidate tactics on its first goal
+(learned suggestions with the model's confidence, retrieved premises,
+closing tactics, structural steps...), and running each from the node's
+state. The priority of a new node is its depth plus half its open goals
+minus twice the confidence of the tactic that led there; states with the
+same goals are merged (the first one reached is kept). The search stops at
+the first tactic after which no goal remains, when ``max_expansions`` nodes
+were expanded, or when the prover's CPU since the start reaches
+``cpu_seconds``. Depth and expansions come from the caller (the budget's
+:func:`proof_orchestrator.strategies.search.search_limits`).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import heapq
+import itertools
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..provers.base import ProofState, TacticStatus
+from .proofstate import ProofStates
+
+__all__ = ["Expander", "SearchEnd", "SearchFound", "best_first", "fingerprint", "priority"]
+
+#: candidate tactics for a node: (first goal, tactics so far) -> [(tactic, confidence)]
+Expander = Callable[[str, Sequence[str]], Awaitable[list[tuple[str, float]]]]
+
+
+class SearchEnd(enum.StrEnum):
+    """Why a search ended."""
+
+    #: a tactic left no goal: ``steps`` prove the goal
+    FOUND = "found"
+    #: the frontier or the expansion limit ran out
+    EXHAUSTED = "exhausted"
+    #: the CPU budget ran out
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFound:
+    """The end of a search: the proof's tactics and the goal counts along the way."""
+
+    end: SearchEnd
+    #: the tactics from the root to the proof (empty unless FOUND)
+    steps: tuple[str, ...] = ()
+    #: open goals at the root and after each step (the last is 0 when FOUND)
+    counts: tuple[int, ...] = ()
+    #: tactics run
+    tried: int = 0
+    expansions: int = 0
+
+
+@dataclass(order=True, slots=True)
+class _Node:
+    priority: float
+    order: int
+    state: ProofState = field(compare=False)
+    goals: tuple[str, ...] = field(compare=False)
+    steps: tuple[str, ...] = field(compare=False)
+    counts: tuple[int, ...] = field(compare=False)
+
+
+def fingerprint(goals: Sequence[str]) -> str:
+    """The identity of a state for merging: its goals, whitespace-normalised."""
+    return hashlib.sha256("\x00".join(" ".join(g.split()) for g in goals).encode()).hexdigest()
+
+
+def priority(depth: int, open_goals: int, confidence: float) -> float:
+    """Lower is better: depth plus half the open goals minus twice the model's confidence."""
+    return depth + 0.5 * open_goals - 2.0 * confidence
+
+
+async def best_first(
+    states: ProofStates,
+    expanders: Sequence[Expander],
+    *,
+    max_depth: int,
+    max_expansions: int,
+    cpu_seconds: float,
+    tactic_seconds: float,
+    per_node: int = 24,
+) -> SearchFound:
+    """Search from ``states.root`` (see the module's docstring).
+
+    Candidates of a node are the expanders' proposals in the expanders' order,
+    each tactic once (its first confidence kept), at most ``per_node`` of them.
+    """
+    cpu_start = states.cpu_seconds()
+    tried = 0
+    expansions = 0
+
+    def spent() -> float:
+        return states.cpu_seconds() - cpu_start
+
+    def end(kind: SearchEnd) -> SearchFound:
+        return SearchFound(kind, tried=tried, expansions=expansions)
+
+    root = states.root
+    first = await states.show(root, timeout=tactic_seconds)
+    if not first:
+        return end(SearchEnd.EXHAUSTED)
+    counter = itertools.count()
+    frontier = [_Node(0.0, next(counter), root, first, (), (len(first),))]
+    seen = {fingerprint(first)}
+    while frontier and expansions < max_expansions:
+        if spent() >= cpu_seconds:
+            return end(SearchEnd.TIMEOUT)
+        node = heapq.heappop(frontier)
+        expansions += 1
+        state = await states.reach(node.state, timeout=tactic_seconds)
+        if state is None:
+            continue
+        candidates: dict[str, float] = {}
+        for expander in expanders:
+            for tactic, confidence in await expander(node.goals[0], node.steps):
+                candidates.setdefault(tactic, confidence)
+        for tactic, confidence in list(candidates.items())[:per_node]:
+            if spent() >= cpu_seconds:
+                return end(SearchEnd.TIMEOUT)
+            tried += 1
+            step = await states.apply(tactic, state, timeout=tactic_seconds)
+            if step.status is TacticStatus.COMPLETE:
+                return SearchFound(
+                    SearchEnd.FOUND,
+                    (*node.steps, tactic),
+                    (*node.counts, 0),
+                    tried,
+                    expansions,
+                )
+            if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= max_depth:
+                continue
+            key = fingerprint(step.goals)
+            if key in seen:
+                continue
+            seen.add(key)
+            heapq.heappush(
+                frontier,
+                _Node(
+                    priority(len(node.steps) + 1, len(step.goals), confidence),
+                    next(counter),
+                    step.state,
+                    step.goals,
+                    (*node.steps, tactic),
+                    (*node.counts, len(step.goals)),
+                ),
+            )
+    return end(SearchEnd.EXHAUSTED)

@@ -1,0 +1,88 @@
+"""The prover-neutral search core: the same best-first search over a real Coq session
+(through the CoqStates adapter), and a core that imports no prover."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from pathlib import Path
+
+from proof_orchestrator import search
+from proof_orchestrator.project.coq_holes import scan_coq_text
+from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.coq import CoqProver
+from proof_orchestrator.provers.coq_states import CoqStates
+from proof_orchestrator.search.bestfirst import SearchEnd, best_first, priority
+from proof_orchestrator.search.features import COQ
+from proof_orchestrator.search.proofstate import Hypothesis, hypotheses
+
+CONJ = """\
+Lemma conj_swap : forall P Q : Prop, P /\\ Q -> Q /\\ P.
+Proof.
+Admitted.
+"""
+
+
+async def test_best_first_over_a_real_coq_session(tmp_path: Path) -> None:
+    path = tmp_path / "C.v"
+    path.write_text(CONJ, encoding="utf-8")
+    (hole,) = scan_coq_text(path, CONJ)
+    prover = CoqProver(cwd=str(tmp_path))
+    seen_hypotheses: list[list[Hypothesis]] = []
+    try:
+        async with prover.session(hole.goal, CONJ, hole.prefix_end) as session:
+            states = CoqStates(session)
+
+            async def steps(goal: str, done: Sequence[str]) -> list[tuple[str, float]]:
+                found = states.hypotheses(goal)
+                seen_hypotheses.append(found)
+                uses = [f"destruct {h.name}." for h in found if "/\\" in h.type]
+                return [
+                    ("assumption.", 0.0),
+                    *((u, 0.0) for u in uses),
+                    ("split.", 0.0),
+                    ("intros.", 0.0),
+                ]
+
+            found = await best_first(
+                states,
+                [steps],
+                max_depth=6,
+                max_expansions=40,
+                cpu_seconds=30,
+                tactic_seconds=2,
+            )
+            assert found.end is SearchEnd.FOUND
+            replay = await states.check(found.steps, timeout=5)
+    finally:
+        await prover.aclose()
+    # no single tactic of the list proves it; the hypothesis-driven step is needed
+    assert "destruct H." in found.steps
+    assert found.steps[-1] == "assumption."
+    assert len(found.counts) == len(found.steps) + 1
+    assert found.counts[-1] == 0
+    assert replay.status is TacticStatus.COMPLETE
+    assert Hypothesis("H", "P /\\ Q") in seen_hypotheses[1]
+
+
+def test_coq_hypotheses_are_read_from_the_display() -> None:
+    display = "n, m : nat\nH : n = m\n  /\\ m = n\n============================\nm = n"
+    assert hypotheses(display, COQ) == [
+        Hypothesis("n", "nat"),
+        Hypothesis("m", "nat"),
+        Hypothesis("H", "n = m /\\ m = n"),
+    ]
+
+
+def test_priority_is_depth_plus_half_the_goals_minus_twice_the_confidence() -> None:
+    assert priority(2, 3, 0.25) == 3.0
+
+
+def test_the_search_core_imports_no_prover() -> None:
+    folder = Path(search.__file__).parent
+    for source in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                assert node.module in ("provers.base", "goals", "errors"), (source, node.module)
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                assert not node.module.startswith("proof_orchestrator"), (source, node.module)
