@@ -23,12 +23,14 @@ import proof_orchestrator
 PACKAGE = "proof_orchestrator"
 ROOT = Path(proof_orchestrator.__file__).parent
 
-#: modules that speak to one prover: its syntax, script gate, holes, sessions, verifier
+#: modules that speak to one prover: its syntax, script gate, holes, sessions,
+#: verifier and strategies (and ``tools``, which makes both provers)
 PROVER_MODULES = (
     "coqscript",
     "coqsyntax",
     "leanscript",
     "lean_setup",
+    "tools",
     "project.coq_holes",
     "project.lean_holes",
     "project.coqproject",
@@ -39,10 +41,14 @@ PROVER_MODULES = (
     "provers.lean",
     "provers.lean_repl",
     "strategies.hammer",
+    "strategies.knn",
     "strategies.lean_knn",
     "strategies.lean_premises",
     "strategies.lean_search",
     "strategies.lean_tactics",
+    "strategies.micro",
+    "strategies.retrieval",
+    "strategies.search",
 )
 
 
