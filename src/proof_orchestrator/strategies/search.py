@@ -8,8 +8,9 @@ supplies Coq's candidates and the readable script.
 A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
 (:mod:`.knn`), the premises that rank best against the goal (:mod:`.retrieval`:
-``rewrite L``, ``apply L``), a few closing tactics, and structural steps
-(``intros``, ``simpl``, ``split``, ``constructor``). Each candidate is run from
+``rewrite L``, ``apply L``), a few closing tactics, structural steps
+(``intros``, ``simpl``, ``split``, ``constructor``), and ``unfold`` of the
+constants the goal's conclusion mentions (:func:`unfold_candidates`). Each candidate is run from
 the state in the session (which goes back to any earlier state). States are
 scored by cost so far (depth, open goals) minus the model's confidence in the
 tactic that led there, and identical states (same goals) are merged. The CPU
@@ -26,6 +27,7 @@ not replay, the flat one is returned.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -48,6 +50,7 @@ __all__ = [
     "Suggest",
     "bulletize",
     "search_limits",
+    "unfold_candidates",
 ]
 
 #: extra proposals for a node: (session, goal text, steps so far) -> [(tactic, confidence)]
@@ -62,11 +65,41 @@ CLOSERS = (
     "discriminate.",
     "intuition.",
     "eauto.",
+    "auto with arith.",
 )
 STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
+#: constants of a conclusion offered to ``unfold``, at most
+MAX_UNFOLDS = 3
+_IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
+_BINDER = re.compile(r"\b(?:forall|exists|fun)\s+([^,=]*?)\s*(?:,|=>)")
+_NOT_CONSTANTS = frozenset(
+    [
+        "forall",
+        "exists",
+        "fun",
+        "match",
+        "with",
+        "end",
+        "as",
+        "in",
+        "return",
+        "let",
+        "if",
+        "then",
+        "else",
+        "fix",
+        "cofix",
+        "Prop",
+        "Set",
+        "Type",
+        "SProp",
+        "True",
+        "False",
+    ]
+)
 _BULLETS = ("-", "+", "*", "--", "++", "**")
 #: node expansions per CPU second of budget (one expansion tries up to ~24 tactics)
-EXPANSIONS_PER_SECOND = 20
+EXPANSIONS_PER_SECOND = 50
 #: up to this budget (CPU s) the search goes ``max_depth`` deep; one level more per doubling
 DEPTH_BUDGET = 5.0
 
@@ -82,6 +115,37 @@ def search_limits(
         budget *= 2
         extra += 1
     return max_depth + extra, expansions
+
+
+def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
+    """``unfold c.`` for the first constants the goal's conclusion mentions.
+
+    Hypothesis names and bound variables are left out; Coq refuses what is not
+    a definition (an inductive type, a constructor), and an ``unfold`` that
+    changes nothing is merged away with its parent state, so a wrong guess
+    costs one tactic.
+    """
+    lines = goal_text.splitlines()
+    bar = next((i for i, line in enumerate(lines) if line.strip().startswith("====")), None)
+    hypotheses = lines[:bar] if bar is not None else []
+    conclusion = " ".join(lines[bar + 1 :] if bar is not None else lines)
+    local = {
+        name
+        for line in hypotheses
+        if ":" in line
+        for name in re.split(r"[,\s]+", line.split(":", 1)[0].strip())
+        if name
+    }
+    for binders in _BINDER.findall(conclusion):
+        local.update(re.findall(r"[A-Za-z_][\w']*", binders))
+    found: list[str] = []
+    for name in _IDENT.findall(conclusion):
+        if name in local or name in _NOT_CONSTANTS or name in found:
+            continue
+        found.append(name)
+        if len(found) == limit:
+            break
+    return [f"unfold {name}." for name in found]
 
 
 def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
@@ -141,12 +205,18 @@ class SearchStrategy:
         steps: Sequence[str] = (),
     ) -> list[tuple[str, float]]:
         model = await self.models.model_for(session)
-        found: list[tuple[str, float]] = list(model.suggest(goal_text, k=8))
+        learned = list(model.suggest(goal_text, k=8))
+        found: list[tuple[str, float]] = learned[:4]
         if self.suggest is not None:
             found += await self.suggest(session, goal_text, steps)
         found += [(c, 0.0) for c in CLOSERS]
         if lia:
             found.append((f"{lia}.", 0.0))
+        # structural steps and unfolding come before the premises and the weaker
+        # suggestions, so that the cap on candidates per node never cuts them
+        found += [(s, 0.0) for s in STRUCTURAL]
+        found += [(u, 0.0) for u in unfold_candidates(goal_text)]
+        found += learned[4:]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
                 found += [
@@ -154,7 +224,6 @@ class SearchStrategy:
                     (f"apply {premise.name}.", 0.0),
                     (f"rewrite <- {premise.name}.", 0.0),
                 ]
-        found += [(s, 0.0) for s in STRUCTURAL]
         unique: dict[str, float] = {}
         for tactic, score in found:
             unique.setdefault(tactic, score)
