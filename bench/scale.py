@@ -142,10 +142,10 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
 def measure_size(root: Path, db: Path) -> dict[str, Any]:
     """Scan, queue, fill the ledger and measure it (runs in a fresh process)."""
     import_rss = _rss_mb()
+    from proof_orchestrator.coq.project import project_for
     from proof_orchestrator.goals import Outcome
     from proof_orchestrator.ledger import Ledger
     from proof_orchestrator.pipeline import FillOptions, FillReport, collect_files, scan
-    from proof_orchestrator.project.coqproject import project_for
     from proof_orchestrator.reports import FileReport, FileStatus, GoalReport
     from proof_orchestrator.scheduler.governor import CpuGovernor
     from proof_orchestrator.worker import (

@@ -24,11 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.knn import FileModels
+from proof_orchestrator.coq.strategies.search import SearchStrategy
 from proof_orchestrator.goals import Budget
-from proof_orchestrator.project.coq_holes import scan_coq_text
-from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.strategies.knn import FileModels
-from proof_orchestrator.strategies.search import SearchStrategy
 
 BANK = Path(__file__).resolve().parent / "bank" / "coq"
 EXTRA = """\

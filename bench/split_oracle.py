@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from tests import test_lean_properties as lean  # noqa: E402
 from tests.coq_oracle import OracleError, coq_sentence_spans, coq_sources  # noqa: E402
 
-from proof_orchestrator.coqsyntax import split_sentences  # noqa: E402
+from proof_orchestrator.coq.syntax import split_sentences  # noqa: E402
 
 
 def run(

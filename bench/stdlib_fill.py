@@ -16,7 +16,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from proof_orchestrator.project.coq_holes import admit_proofs
+from proof_orchestrator.coq.holes import admit_proofs
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

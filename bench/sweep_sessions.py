@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from proof_orchestrator.coq.holes import qed_proofs
+from proof_orchestrator.coq.session import CoqProver, CoqSettings
 from proof_orchestrator.errors import OrchError, ProverDesync
-from proof_orchestrator.project.coq_holes import qed_proofs
-from proof_orchestrator.provers.coq import CoqProver, CoqSettings
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_ROOT = Path("/usr/lib/ocaml/coq/theories")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import psutil
 
-from proof_orchestrator.project.coq_holes import scan_coq_file
+from proof_orchestrator.coq.holes import scan_coq_file
+from proof_orchestrator.coq.session import CoqProver, CoqSettings
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.provers.coq import CoqProver, CoqSettings
 
 SOURCE = """\
 Lemma plus_zero : forall n : nat, n + 0 = n.

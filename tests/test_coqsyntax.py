@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.coqsyntax import split_sentences, strip_comments
+from proof_orchestrator.coq.coqtop import CoqTop
+from proof_orchestrator.coq.syntax import split_sentences, strip_comments
 from proof_orchestrator.errors import SourceSyntaxError
-from proof_orchestrator.provers.coqtop import CoqTop
 
 
 def codes(text: str) -> list[str]:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
-from proof_orchestrator.coqsyntax import declared_tokens, split_sentences
+from proof_orchestrator.coq.syntax import declared_tokens, split_sentences
 
 from .coq_oracle import coq_sentence_spans, coq_sources
 

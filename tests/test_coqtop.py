@@ -11,8 +11,8 @@ import time
 import psutil
 import pytest
 
+from proof_orchestrator.coq.coqtop import CoqTop, CoqTopState
 from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
-from proof_orchestrator.provers.coqtop import CoqTop, CoqTopState
 from proof_orchestrator.provers.process import DescendantMeter
 from proof_orchestrator.tasks import cancel_and_wait
 

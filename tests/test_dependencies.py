@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proof_orchestrator.checking import verify_candidates
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.goals import Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
-from proof_orchestrator.project.coq_holes import scan_coq_text
-from proof_orchestrator.provers.coq_verify import CoqVerifier
 from proof_orchestrator.reports import Candidate, FileReport, FileStatus, GoalReport
 
 SOURCE = """\

@@ -8,17 +8,17 @@ import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
-from proof_orchestrator.goals import Budget, Outcome
-from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import FillOptions, fill
-from proof_orchestrator.project.patch import import_insertion
-from proof_orchestrator.reports import FileStatus
-from proof_orchestrator.strategies.hammer import (
+from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
     standard_reconstructions,
 )
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.project.patch import import_insertion
+from proof_orchestrator.reports import FileStatus
 
 from .conftest import coqc_ok
 
@@ -144,7 +144,7 @@ def test_standard_reconstructions_name_the_atps_lemmas_both_ways() -> None:
 def test_the_import_goes_after_the_last_require_before_the_hole(
     tmp_path: Path, text: str, expected_at: int
 ) -> None:
-    from proof_orchestrator.project.coq_holes import scan_coq_text
+    from proof_orchestrator.coq.holes import scan_coq_text
     from proof_orchestrator.project.patch import Patch
 
     (hole,) = scan_coq_text(tmp_path / "x.v", text)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from proof_orchestrator.coq.holes import declared_axioms, scan_coq_file, scan_coq_text
 from proof_orchestrator.goals import HoleKind
-from proof_orchestrator.project.coq_holes import declared_axioms, scan_coq_file, scan_coq_text
 
 TEXT = """\
 Require Import Arith.

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.errors import SourceSyntaxError
-from proof_orchestrator.project.lean_holes import declared_axioms, lex, scan_lean_text, splice
+from proof_orchestrator.lean.holes import declared_axioms, lex, scan_lean_text, splice
 
 from .lean_replay import parse_request
 from .test_lean_repl import recorded_pairs

@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.project.lean_holes import scan_lean_text
-from proof_orchestrator.search.features import LEAN
-from proof_orchestrator.search.premises import PremiseIndex
-from proof_orchestrator.strategies.lean_premises import (
+from proof_orchestrator.lean.holes import scan_lean_text
+from proof_orchestrator.lean.strategies.premises import (
     LeanPremiseIndexes,
     blank_comments,
     header_imports,
@@ -20,7 +18,9 @@ from proof_orchestrator.strategies.lean_premises import (
     source_roots,
     toolchain_sources,
 )
-from proof_orchestrator.strategies.lean_search import premise_steps
+from proof_orchestrator.lean.strategies.search import premise_steps
+from proof_orchestrator.search.features import LEAN
+from proof_orchestrator.search.premises import PremiseIndex
 
 TOOLCHAIN = "leanprover/lean4:v4.9.0"
 

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proof_orchestrator.project.lean_holes import lex, scan_lean_text, splice
+from proof_orchestrator.lean.holes import lex, scan_lean_text, splice
 
 from .lean_generated import (
     GeneratedLean,

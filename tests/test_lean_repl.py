@@ -19,7 +19,7 @@ from proof_orchestrator.errors import (
     ProverRequestError,
     SessionClosed,
 )
-from proof_orchestrator.provers.lean_repl import (
+from proof_orchestrator.lean.repl import (
     LeanRepl,
     parse_command_reply,
     parse_tactic_reply,

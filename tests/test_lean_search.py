@@ -12,19 +12,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from proof_orchestrator.goals import Budget, Outcome
-from proof_orchestrator.project.lean_holes import scan_lean_text
-from proof_orchestrator.provers.lean import LeanSession
-from proof_orchestrator.search.bestfirst import SearchEnd, best_first
-from proof_orchestrator.search.features import LEAN, TacticModel, features
-from proof_orchestrator.search.proofstate import Hypothesis, hypotheses
-from proof_orchestrator.strategies.lean_knn import LeanModels, finished_lines
-from proof_orchestrator.strategies.lean_premises import LeanPremiseIndexes
-from proof_orchestrator.strategies.lean_search import (
+from proof_orchestrator.lean.holes import scan_lean_text
+from proof_orchestrator.lean.session import LeanSession
+from proof_orchestrator.lean.strategies.knn import LeanModels, finished_lines
+from proof_orchestrator.lean.strategies.premises import LeanPremiseIndexes
+from proof_orchestrator.lean.strategies.search import (
     LeanSearchStrategy,
     conclusion_shape,
     hypothesis_steps,
     structural_steps,
 )
+from proof_orchestrator.search.bestfirst import SearchEnd, best_first
+from proof_orchestrator.search.features import LEAN, TacticModel, features
+from proof_orchestrator.search.proofstate import Hypothesis, hypotheses
 
 from .test_lean_repl import recorded_pairs
 from .test_lean_session import BRANCHING, prover_for, sent

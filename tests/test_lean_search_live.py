@@ -11,18 +11,18 @@ import pytest
 
 from proof_orchestrator.errors import ProverNotFound
 from proof_orchestrator.goals import Budget, Outcome
-from proof_orchestrator.project.lean_holes import scan_lean_text, splice
-from proof_orchestrator.provers.base import Verdict
-from proof_orchestrator.provers.lean import (
+from proof_orchestrator.lean.holes import scan_lean_text, splice
+from proof_orchestrator.lean.session import (
     LeanProject,
     LeanProver,
     LeanSettings,
     LeanVerifier,
     find_repl,
 )
-from proof_orchestrator.strategies.lean_knn import LeanModels
-from proof_orchestrator.strategies.lean_premises import LeanPremiseIndexes
-from proof_orchestrator.strategies.lean_search import LeanSearchStrategy
+from proof_orchestrator.lean.strategies.knn import LeanModels
+from proof_orchestrator.lean.strategies.premises import LeanPremiseIndexes
+from proof_orchestrator.lean.strategies.search import LeanSearchStrategy
+from proof_orchestrator.provers.base import Verdict
 
 pytestmark = pytest.mark.lean
 

@@ -11,16 +11,16 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.goals import Budget, Outcome
-from proof_orchestrator.project.lean_holes import scan_lean_text
-from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.provers.lean import LeanGoalError, LeanProject, LeanProver, LeanSettings
-from proof_orchestrator.strategies.lean_tactics import (
+from proof_orchestrator.lean.holes import scan_lean_text
+from proof_orchestrator.lean.session import LeanGoalError, LeanProject, LeanProver, LeanSettings
+from proof_orchestrator.lean.strategies.tactics import (
     LeanQuickStrategy,
     forall_names,
     goal_variables,
     has_grind,
     suggestions,
 )
+from proof_orchestrator.provers.base import TacticStatus
 
 from .test_lean_repl import REPLAY, recorded_pairs
 from .transcripts import transcripts

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.project.lean_holes import scan_lean_text, splice
-from proof_orchestrator.provers import lean
+from proof_orchestrator.lean import session as lean
+from proof_orchestrator.lean.holes import scan_lean_text, splice
+from proof_orchestrator.lean.session import LeanProject, LeanVerifier, parse_lean_json
 from proof_orchestrator.provers.base import Verdict
-from proof_orchestrator.provers.lean import LeanProject, LeanVerifier, parse_lean_json
 
 TEXT = """\
 axiom my_choice : ∀ n : Nat, n = n

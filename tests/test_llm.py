@@ -23,13 +23,13 @@ from proof_orchestrator.agents.llm import (
 from proof_orchestrator.agents.llm.providers import make_provider
 from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
 from proof_orchestrator.pipeline import FillOptions, fill
-from proof_orchestrator.project.coq_holes import scan_coq_text
-from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
 
 from .conftest import coqc_ok
 from .model_server import ModelServer, Reply

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.errors import FileChangedError
-from proof_orchestrator.project.coq_holes import scan_coq_text
 from proof_orchestrator.project.patch import Patch, apply_patches, write_atomic
 
 TEXT = (

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proof_orchestrator.cli.fill import fill_json
+from proof_orchestrator.coq.session import CoqSettings
+from proof_orchestrator.coq.strategies.micro import InductionStrategy, MicroStrategy
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
 from proof_orchestrator.pipeline import FillOptions, fill
-from proof_orchestrator.provers.coq import CoqSettings
-from proof_orchestrator.strategies.micro import InductionStrategy, MicroStrategy
 
 TEXT = """\
 Lemma s : True.

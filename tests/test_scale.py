@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.dashboard.app import MAX_PAGE
 from proof_orchestrator.goals import Goal, HoleKind, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
-from proof_orchestrator.project.coq_holes import scan_coq_text
 from proof_orchestrator.reports import FileReport, FileStatus
 from proof_orchestrator.scheduler.queue import Mentions
 from proof_orchestrator.worker import FileState

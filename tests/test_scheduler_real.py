@@ -14,11 +14,11 @@ from pathlib import Path
 import psutil
 
 from proof_orchestrator.config import Settings
+from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.pipeline import FillOptions, fill
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.provers.coq import CoqSession
 from proof_orchestrator.scheduler.governor import CpuGovernor
 from proof_orchestrator.strategies.base import StrategyResult
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proof_orchestrator.coqscript import check_script, format_script
+from proof_orchestrator.coq.script import check_script, format_script
 from proof_orchestrator.errors import ScriptRejected
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proof_orchestrator.strategies.search import unfold_candidates
+from proof_orchestrator.coq.strategies.search import unfold_candidates
 
 
 def test_the_conclusions_constants_are_offered_not_the_local_names() -> None:

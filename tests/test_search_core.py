@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from proof_orchestrator import search
-from proof_orchestrator.project.coq_holes import scan_coq_text
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.states import CoqStates
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.provers.coq_states import CoqStates
 from proof_orchestrator.search.bestfirst import SearchEnd, best_first, priority
 from proof_orchestrator.search.features import COQ
 from proof_orchestrator.search.proofstate import Hypothesis, hypotheses

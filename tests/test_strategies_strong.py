@@ -11,28 +11,28 @@ from typing import Any
 
 import pytest
 
-from proof_orchestrator.coqscript import check_script
-from proof_orchestrator.goals import Budget, Outcome
-from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.project.coq_holes import qed_proofs, scan_coq_text
-from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.strategies.hammer import (
+from proof_orchestrator.coq.holes import qed_proofs, scan_coq_text
+from proof_orchestrator.coq.script import check_script
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.hammer import (
     HAMMER_LIBEXEC,
     HAMMER_PREAMBLE,
     HammerStrategy,
     hammer_environment,
     reconstruction,
 )
-from proof_orchestrator.strategies.knn import FileModels
-from proof_orchestrator.strategies.micro import (
+from proof_orchestrator.coq.strategies.knn import FileModels
+from proof_orchestrator.coq.strategies.micro import (
     InductionStrategy,
     MicroStrategy,
     lia_tactic,
     nearest_first,
 )
-from proof_orchestrator.strategies.retrieval import file_premises, index_for
-from proof_orchestrator.strategies.search import SearchStrategy, bulletize
+from proof_orchestrator.coq.strategies.retrieval import file_premises, index_for
+from proof_orchestrator.coq.strategies.search import SearchStrategy, bulletize
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.worker import default_strategies
 
 TWO_STEPS = """\

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-from proof_orchestrator.project.coq_holes import CoqHole, qed_proofs
-from proof_orchestrator.provers.coq import CoqProver
-from proof_orchestrator.strategies.knn import FileModels
-from proof_orchestrator.strategies.retrieval import (
+from proof_orchestrator.coq.holes import CoqHole, qed_proofs
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.knn import FileModels
+from proof_orchestrator.coq.strategies.retrieval import (
     Premise,
     PremiseIndex,
     PremiseIndexes,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from proof_orchestrator.project.coq_holes import declared_axioms, scan_coq_text
+from proof_orchestrator.coq.holes import declared_axioms, scan_coq_text
+from proof_orchestrator.coq.verify import CoqVerifier, parse_assumptions
 from proof_orchestrator.provers.base import Verdict
-from proof_orchestrator.provers.coq_verify import CoqVerifier, parse_assumptions
 
 ORIGINAL = """\
 Axiom my_ax : forall P : Prop, P \\/ ~ P.

@@ -3,6 +3,9 @@
 The public surface is re-exported here; submodules are implementation detail.
 """
 
+from .coq.session import CoqProver, CoqSession, CoqSettings
+from .coq.strategies.micro import MicroStrategy
+from .coq.verify import CoqVerifier
 from .errors import (
     FileChangedError,
     FileWriteError,
@@ -26,9 +29,7 @@ from .goals import DEFAULT_BUDGET, Budget, Goal, HoleKind, Outcome
 from .ledger import Ledger
 from .pipeline import FileReport, FileStatus, FillOptions, FillReport, GoalReport, fill
 from .provers.base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
-from .provers.coq import CoqProver, CoqSession, CoqSettings
-from .provers.coq_verify import CoqVerifier
-from .strategies import MicroStrategy, Strategy, StrategyResult
+from .strategies import Strategy, StrategyResult
 
 __version__ = "0.1.0"
 

@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .coq.holes import scan_coq_file
 from .errors import PathNotFound
 from .goals import Outcome
 from .ledger import Ledger
 from .pipeline import FillOptions, FillReport, GoalReport, fill
-from .project.coq_holes import scan_coq_file
 from .provers.process import run_command
 from .scheduler.governor import CpuGovernor, trace_summary
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ProjectError
-from .project.lean_holes import declarations
+from .lean.holes import declarations
 
 __all__ = [
     "BlueprintNode",

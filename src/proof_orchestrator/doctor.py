@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .agents.llm.settings import llm_off_reason, load_llm_settings, probe
 from .config import ConfigError
-from .provers.lean import registry_path
-from .strategies.hammer import HAMMER_LIBEXEC
+from .coq.strategies.hammer import HAMMER_LIBEXEC
+from .lean.session import registry_path
 
 __all__ = ["Check", "run_checks"]
 

@@ -66,25 +66,25 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
-from .coqscript import check_script
-from .errors import OrchError, ProverError, ScriptRejected
-from .goals import Budget, Outcome
-from .ledger import Ledger
-from .project.coq_holes import CoqHole, declared_axioms, qed_proofs
-from .project.coqproject import project_for
-from .provers.base import TacticStatus
-from .provers.coq import CoqProver, CoqSession, CoqSettings, PrefixError
-from .reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
-from .scheduler.governor import CpuGovernor
-from .strategies.base import StrategyResult
-from .strategies.hammer import (
+from .coq.holes import CoqHole, declared_axioms, qed_proofs
+from .coq.project import project_for
+from .coq.script import check_script
+from .coq.session import CoqProver, CoqSession, CoqSettings, PrefixError
+from .coq.strategies.hammer import (
     HAMMER_PREAMBLE,
     HammerStrategy,
     hammer_environment,
     reconstruction,
 )
-from .strategies.micro import _QuickTactics
-from .strategies.search import SearchStrategy
+from .coq.strategies.micro import _QuickTactics
+from .coq.strategies.search import SearchStrategy
+from .errors import OrchError, ProverError, ScriptRejected
+from .goals import Budget, Outcome
+from .ledger import Ledger
+from .provers.base import TacticStatus
+from .reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from .scheduler.governor import CpuGovernor
+from .strategies.base import StrategyResult
 from .worker import NO_BUDGET_LEFT, FileState, GoalItem, GoalRun, ProjectTools, default_strategies
 
 __all__ = [

@@ -38,18 +38,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .coq.project import project_for
+from .coq.session import PrefixError
+from .coq.strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 from .errors import OrchError, ProverError
 from .goals import Budget, Outcome
+from .lean.session import LeanProject
+from .lean.strategies.tactics import LeanQuickStrategy
 from .lineup import strong_strategies
-from .project.coqproject import project_for
 from .project.holes import Hole, language_of
-from .provers.coq import PrefixError
-from .provers.lean import LeanProject
 from .reports import FillOptions
 from .scheduler.governor import CpuGovernor, _tree_cpu
 from .strategies.base import Strategy, StrategyResult
-from .strategies.lean_tactics import LeanQuickStrategy
-from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
 from .tasks import cancel_and_wait
 from .tools import LeanTools, ProjectTools
 

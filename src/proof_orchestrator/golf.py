@@ -28,20 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checking import verify_candidates
-from .coqscript import check_script
-from .coqsyntax import one_sentence
+from .coq.holes import declared_axioms, qed_proofs
+from .coq.project import project_for
+from .coq.script import check_script
+from .coq.session import CoqSession, PrefixError
+from .coq.strategies.micro import GENERIC_TACTICS, expand
+from .coq.syntax import one_sentence
 from .errors import ProverError, ScriptRejected, SourceSyntaxError, UnreadableSource
 from .goals import Outcome
 from .ledger import Ledger
-from .project.coq_holes import declared_axioms, qed_proofs
-from .project.coqproject import project_for
 from .project.patch import Patch, apply_patches, write_atomic
 from .project.source import read_source
 from .provers.base import TacticStatus
-from .provers.coq import CoqSession, PrefixError
 from .reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
 from .scheduler.governor import CpuGovernor
-from .strategies.micro import GENERIC_TACTICS, expand
 from .tools import ProjectTools
 
 __all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]

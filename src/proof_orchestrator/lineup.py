@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .coq.strategies.hammer import HammerStrategy, SautoStrategy
+from .coq.strategies.knn import FileModels
+from .coq.strategies.search import SearchStrategy
+from .lean.strategies.knn import LeanModels
+from .lean.strategies.search import LeanSearchStrategy
 from .strategies.base import Strategy
-from .strategies.hammer import HammerStrategy, SautoStrategy
-from .strategies.knn import FileModels
-from .strategies.lean_knn import LeanModels
-from .strategies.lean_search import LeanSearchStrategy
-from .strategies.search import SearchStrategy
 
 __all__ = ["strong_strategies"]
 

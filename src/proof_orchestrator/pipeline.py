@@ -36,16 +36,17 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from .coq.project import load_coqproject, project_for
+from .coq.session import CoqProver
+from .coq.strategies.llm import llm_strategies
 from .errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
 from .executors import RayExecutor
 from .goals import Outcome
+from .lean.session import LeanProject
 from .ledger import Ledger
 from .live import LivePublisher
-from .project.coqproject import load_coqproject, project_for
 from .project.holes import SOURCE_SUFFIXES, Hole, language_of
 from .project.source import load_source
-from .provers.coq import CoqProver
-from .provers.lean import LeanProject
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -59,7 +60,6 @@ from .reports import (
 )
 from .scheduler.governor import CpuGovernor
 from .strategies.base import Strategy
-from .strategies.llm import llm_strategies
 from .worker import (
     FileState,
     GoalItem,

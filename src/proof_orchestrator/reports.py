@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
+from .coq.session import CoqSettings
 from .goals import Budget, Goal, Outcome
 from .project.holes import Hole
-from .provers.coq import CoqSettings
 
 __all__ = [
     "CANDIDATE_REPLAY",

@@ -13,18 +13,19 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from .coqscript import check_script
-from .leanscript import check_lean_script
-from .project import coq_holes, lean_holes
-from .project.coqproject import CoqProject
+from .coq import holes as coq_holes
+from .coq.project import CoqProject
+from .coq.script import check_script
+from .coq.session import CoqProver
+from .coq.strategies.hammer import hammer_environment
+from .coq.verify import CoqVerifier
+from .lean import holes as lean_holes
+from .lean.holes import LeanHole
+from .lean.script import check_lean_script
+from .lean.session import LeanProject, LeanProver, LeanSettings, LeanVerifier
 from .project.holes import Hole
-from .project.lean_holes import LeanHole
-from .provers.coq import CoqProver
-from .provers.coq_verify import CoqVerifier
-from .provers.lean import LeanProject, LeanProver, LeanSettings, LeanVerifier
 from .reports import FillOptions
 from .scheduler.governor import CpuGovernor
-from .strategies.hammer import hammer_environment
 
 __all__ = ["LeanTools", "ProjectTools", "Tools"]
 

@@ -15,16 +15,24 @@ from pathlib import Path
 from typing import Any
 
 from .checking import replay_script, verify_candidates
+from .coq.session import PrefixError
+from .coq.strategies.hammer import FOUND_WITH_TACTICS
+from .coq.strategies.micro import (
+    CachedStrategy,
+    InductionStrategy,
+    MicroStrategy,
+    nearest_first,
+)
 from .errors import FileChangedError, FileWriteError, ProverError, ScriptRejected
 from .executors import AttemptRequest, RayExecutor, run_attempt
 from .goals import Budget, Outcome
+from .lean.strategies.tactics import LeanQuickStrategy
 from .ledger import Ledger
 from .lineup import strong_strategies
 from .live import LiveBoard
 from .market import MarketStrategy
 from .project.holes import Hole
 from .project.patch import Patch, apply_patches, write_atomic
-from .provers.coq import PrefixError
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -42,14 +50,6 @@ from .scheduler.governor import CpuGovernor
 from .scheduler.portfolio import RaceResult, goal_pass
 from .scheduler.queue import GoalQueue, Mentions, priority
 from .strategies.base import Strategy, StrategyResult
-from .strategies.hammer import FOUND_WITH_TACTICS
-from .strategies.lean_tactics import LeanQuickStrategy
-from .strategies.micro import (
-    CachedStrategy,
-    InductionStrategy,
-    MicroStrategy,
-    nearest_first,
-)
 from .tools import LeanTools, ProjectTools, Tools
 
 __all__ = [

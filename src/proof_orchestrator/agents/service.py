@@ -22,27 +22,27 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..coqsyntax import split_sentences
+from ..coq.holes import CoqHole
+from ..coq.session import CoqSession, PrefixError
+from ..coq.strategies.context import gather_context, show_goal
+from ..coq.strategies.llm import llm_strategies
+from ..coq.syntax import split_sentences
 from ..errors import AgentError, FileChangedError, OrchError, ProverError, ScriptRejected
 from ..executors import WorkerTools, run_attempt
 from ..gitops import GitRepo, publish
 from ..goals import Outcome
 from ..ledger import Ledger
 from ..pipeline import collect_files
-from ..project.coq_holes import CoqHole
 from ..project.holes import Hole, scan_text
 from ..project.locks import file_lock
 from ..project.patch import Patch, apply_patches, write_atomic
 from ..provers.base import TacticStatus
-from ..provers.coq import CoqSession, PrefixError
 from ..reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
 from ..scheduler.bandit import Bandit, goal_class
 from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import goal_pass
 from ..strategies.base import Strategy, StrategyResult
-from ..strategies.context import gather_context, show_goal
-from ..strategies.llm import llm_strategies
 from ..worker import NO_BUDGET_LEFT, default_strategies, language_of_strategy
 
 __all__ = [

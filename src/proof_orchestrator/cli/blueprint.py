@@ -9,8 +9,8 @@ import typer
 
 from ..blueprint import scan_declarations, sync
 from ..errors import OrchError
+from ..lean.session import LeanProject
 from ..project.patch import write_atomic
-from ..provers.lean import LeanProject
 from .common import (
     EXIT_BAD_INPUT,
     fail,

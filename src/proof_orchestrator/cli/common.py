@@ -13,11 +13,11 @@ import typer
 from rich.console import Console
 
 from ..config import ConfigError, Settings, load_settings
+from ..coq.project import project_for
 from ..errors import LedgerError, PathNotFound, ProverNotFound
 from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
 from ..pipeline import FileReport, FileStatus, FillOptions, collect_files
-from ..project.coqproject import project_for
 from ..provers.process import resolve
 
 console = Console(stderr=True)

@@ -10,10 +10,10 @@ import typer
 from rich.table import Table
 
 from ..config import ConfigError, env_name, load_settings
+from ..coq.project import project_for
 from ..dashboard.report import render_html, render_markdown
 from ..doctor import run_checks
 from ..errors import LedgerError
-from ..project.coqproject import project_for
 from .common import (
     EXIT_BAD_INPUT,
     fail,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from ..lean_setup import LeanSetupError, setup_repl
+from ..lean.setup import LeanSetupError, setup_repl
 from .common import (
     EXIT_BAD_INPUT,
     fail,

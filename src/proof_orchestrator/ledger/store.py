@@ -40,7 +40,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..coqsyntax import split_sentences
+from ..coq.syntax import split_sentences
 from ..errors import LedgerError, LedgerUnavailable
 from ..goals import Goal, Outcome
 from ..project.statedir import make_state_dir

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .coq_holes import CoqHole, scan_coq_text
-from .lean_holes import LeanHole, scan_lean_text
+from ..coq.holes import CoqHole, scan_coq_text
+from ..lean.holes import LeanHole, scan_lean_text
 
 __all__ = ["SOURCE_SUFFIXES", "Hole", "language_of", "scan_text"]
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..coqsyntax import sentence_keyword, split_sentences
+from ..coq.holes import CoqHole
+from ..coq.syntax import sentence_keyword, split_sentences
 from ..errors import FileChangedError, FileWriteError
-from .coq_holes import CoqHole
-from .lean_holes import LeanHole
+from ..lean.holes import LeanHole
 
 __all__ = ["ALLOWED_IMPORTS", "Patch", "apply_patches", "import_insertion", "write_atomic"]
 

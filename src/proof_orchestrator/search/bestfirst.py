@@ -10,7 +10,7 @@ same goals are merged (the first one reached is kept). The search stops at
 the first tactic after which no goal remains, when ``max_expansions`` nodes
 were expanded, or when the prover's CPU since the start reaches
 ``cpu_seconds``. Depth and expansions come from the caller (the budget's
-:func:`proof_orchestrator.strategies.search.search_limits`).
+:func:`proof_orchestrator.coq.strategies.search.search_limits`).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ the states after it: :meth:`ProofStates.reach` rebuilds a state from its
 script when needed. The Lean REPL's proof states are immutable numbers, so
 branching from any of them is free and ``reach`` returns the state as it is.
 
-Implementations: :class:`proof_orchestrator.provers.coq_states.CoqStates`
-(an adapter over :class:`~proof_orchestrator.provers.coq.CoqSession`) and
-:class:`proof_orchestrator.provers.lean.LeanSession` itself.
+Implementations: :class:`proof_orchestrator.coq.states.CoqStates`
+(an adapter over :class:`~proof_orchestrator.coq.session.CoqSession`) and
+:class:`proof_orchestrator.lean.session.LeanSession` itself.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
-"""Proof-search strategies: each takes an open session, a goal and a budget."""
+"""The strategy seam: each strategy takes an open session, a goal and a budget.
+
+The strategies themselves live with their prover: ``coq/strategies/`` and
+``lean/strategies/``.
+"""
 
 from .base import Strategy, StrategyResult
-from .micro import CachedStrategy, InductionStrategy, MicroStrategy
 
-__all__ = ["CachedStrategy", "InductionStrategy", "MicroStrategy", "Strategy", "StrategyResult"]
+__all__ = ["Strategy", "StrategyResult"]

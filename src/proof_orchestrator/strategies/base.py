@@ -40,8 +40,8 @@ class Strategy(Protocol):
 
     A strategy may say ``language = "lean"``; without it, it works on Coq
     goals. ``prove`` receives a session of that language's prover
-    (:class:`~proof_orchestrator.provers.coq.CoqSession` or
-    :class:`~proof_orchestrator.provers.lean.LeanSession`).
+    (:class:`~proof_orchestrator.coq.session.CoqSession` or
+    :class:`~proof_orchestrator.lean.session.LeanSession`).
     """
 
     #: a short stable name, used in the ledger and in reports

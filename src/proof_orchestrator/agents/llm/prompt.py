@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...coqsyntax import one_sentence, split_sentences
+from ...coq.syntax import one_sentence, split_sentences
 from ...errors import SourceSyntaxError
 
 __all__ = [

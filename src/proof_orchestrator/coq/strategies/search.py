@@ -2,7 +2,7 @@
 
 The search is :func:`proof_orchestrator.search.bestfirst.best_first`, the one
 Lean's ``lean-search`` runs too, over the session's
-:class:`~proof_orchestrator.provers.coq_states.CoqStates` view; this module
+:class:`~proof_orchestrator.coq.states.CoqStates` view; this module
 supplies Coq's candidates and the readable script.
 
 A state is expanded with candidate tactics from every generator: the
@@ -31,12 +31,12 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from ..goals import Budget, Goal, Outcome
-from ..provers.base import TacticStatus
-from ..provers.coq import CoqSession
-from ..provers.coq_states import CoqStates
-from ..search.bestfirst import SearchEnd, best_first
-from .base import StrategyResult
+from ...goals import Budget, Goal, Outcome
+from ...provers.base import TacticStatus
+from ...search.bestfirst import SearchEnd, best_first
+from ...strategies.base import StrategyResult
+from ..session import CoqSession
+from ..states import CoqStates
 from .knn import FileModels
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for

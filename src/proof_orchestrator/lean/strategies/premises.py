@@ -31,10 +31,10 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..errors import SourceSyntaxError
-from ..project.lean_holes import _commands, _keyword, lex
-from ..search.features import LEAN
-from ..search.premises import Premise, PremiseIndex
+from ...errors import SourceSyntaxError
+from ...search.features import LEAN
+from ...search.premises import Premise, PremiseIndex
+from ..holes import _commands, _keyword, lex
 
 __all__ = [
     "LEAN_INDEXES",

@@ -3,7 +3,7 @@
 A hole is a lemma-like declaration (``Lemma``, ``Theorem``, ``Fact``,
 ``Remark``, ``Corollary``, ``Proposition``, ``Example``) whose proof ends with
 ``Admitted.`` (possibly containing ``admit``). The scanner works on sentences
-(see :mod:`proof_orchestrator.coqsyntax`), so comments and strings can never
+(see :mod:`proof_orchestrator.coq.syntax`), so comments and strings can never
 fake a hole, and it tracks ``Module``/``Section`` nesting for qualified names
 and for the goal's context.
 """
@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..coqscript import format_script
-from ..coqsyntax import Sentence, sentence_keyword, split_sentences
 from ..goals import Goal, HoleKind, fingerprint_of
+from .script import format_script
+from .syntax import Sentence, sentence_keyword, split_sentences
 
 __all__ = [
     "LEMMA_KEYWORDS",

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProverError, SourceSyntaxError
-from ..project.lean_holes import command_spans, lex
-from ..provers.lean import LeanSession
-from ..search.features import LEAN, TacticModel, features
-from .lean_premises import header_imports, import_closure
+from ...errors import ProverError, SourceSyntaxError
+from ...search.features import LEAN, TacticModel, features
+from ..holes import command_spans, lex
+from ..session import LeanSession
+from .premises import header_imports, import_closure
 
 __all__ = ["LeanModels", "MinedTactic", "finished_lines", "mined_tactics"]
 

@@ -20,11 +20,11 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..coqsyntax import split_sentences
-from ..errors import SourceSyntaxError
-from ..project.coq_holes import LEMMA_KEYWORDS
-from ..provers.coq import CoqSession
-from ..search.premises import Premise, PremiseIndex, tokens
+from ...errors import SourceSyntaxError
+from ...search.premises import Premise, PremiseIndex, tokens
+from ..holes import LEMMA_KEYWORDS
+from ..session import CoqSession
+from ..syntax import split_sentences
 from .micro import _QuickTactics
 
 __all__ = [

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .errors import ScriptRejected, SourceSyntaxError
-from .project.lean_holes import lex
+from ..errors import ScriptRejected, SourceSyntaxError
+from .holes import lex
 
 __all__ = ["FORBIDDEN_LEAN", "check_lean_script"]
 

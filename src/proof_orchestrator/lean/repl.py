@@ -21,7 +21,7 @@ traffic, ``shared/lean-repl-transcripts``):
 Anything else (EOF, a reply that is not JSON, a reply over the byte cap, no
 reply within the timeout) kills the process group: the process is *poisoned*
 and the caller starts a fresh one. :class:`LeanRepl` is that one process;
-:mod:`proof_orchestrator.provers.lean` keeps pools of them and replays the
+:mod:`proof_orchestrator.lean.session` keeps pools of them and replays the
 commands a session needs into a fresh one.
 """
 
@@ -45,8 +45,8 @@ from ..errors import (
     ProverRequestError,
     SessionClosed,
 )
+from ..provers.process import process_cpu_seconds, spawn, stop_process
 from ..tasks import cancel_and_wait
-from .process import process_cpu_seconds, spawn, stop_process
 
 __all__ = [
     "DEFAULT_REPLY_CAP",

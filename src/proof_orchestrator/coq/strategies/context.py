@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..goals import Goal
-from ..provers.coq import CoqSession
+from ...goals import Goal
+from ..session import CoqSession
 from .knn import features, proofs_in_prefix, similarity
 from .retrieval import index_for
 

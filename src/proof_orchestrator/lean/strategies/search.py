@@ -1,7 +1,7 @@
 """Best-first search for Lean goals (strategy ``lean-search``).
 
 The search itself is :func:`proof_orchestrator.search.bestfirst.best_first`,
-the one Coq's goals get too; a :class:`~proof_orchestrator.provers.lean.LeanSession`
+the one Coq's goals get too; a :class:`~proof_orchestrator.lean.session.LeanSession`
 is its proof-state interface (REPL proof states are immutable numbers, so
 branching from any state costs nothing). A node's first goal is expanded with,
 in this order:
@@ -33,16 +33,16 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..goals import Budget, Goal, Outcome
-from ..provers.lean import LeanSession
-from ..search.bestfirst import Expander, SearchEnd, best_first
-from ..search.premises import PremiseIndex
-from ..search.proofstate import Hypothesis
-from .base import StrategyResult
-from .lean_knn import LeanModels
-from .lean_premises import LEAN_INDEXES, LeanPremiseIndexes
-from .lean_tactics import forall_names, goal_variables
-from .search import search_limits
+from ...coq.strategies.search import search_limits
+from ...goals import Budget, Goal, Outcome
+from ...search.bestfirst import Expander, SearchEnd, best_first
+from ...search.premises import PremiseIndex
+from ...search.proofstate import Hypothesis
+from ...strategies.base import StrategyResult
+from ..session import LeanSession
+from .knn import LeanModels
+from .premises import LEAN_INDEXES, LeanPremiseIndexes
+from .tactics import forall_names, goal_variables
 
 __all__ = [
     "CLOSERS",

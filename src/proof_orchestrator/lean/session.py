@@ -45,13 +45,13 @@ from ..errors import (
     ProverRequestError,
 )
 from ..goals import Goal
-from ..project.lean_holes import LeanHole, command_spans, scan_lean_text
-from ..project.lean_holes import declared_axioms as lean_declared_axioms
+from ..provers.base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
+from ..provers.process import run_command
 from ..search.features import LEAN, GoalSyntax
 from ..search.proofstate import Hypothesis, hypotheses
-from .base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
-from .lean_repl import LeanRepl, TacticReply
-from .process import run_command
+from .holes import LeanHole, command_spans, scan_lean_text
+from .holes import declared_axioms as lean_declared_axioms
+from .repl import LeanRepl, TacticReply
 
 __all__ = [
     "STANDARD_AXIOMS",

@@ -20,12 +20,12 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..coqsyntax import one_sentence
-from ..errors import ProverError, SourceSyntaxError
-from ..goals import Goal, HoleKind
-from ..provers.base import TacticStatus
-from ..provers.coq import CoqSession, PrefixError
-from ..search.features import TacticModel, features, similarity
+from ...errors import ProverError, SourceSyntaxError
+from ...goals import Goal, HoleKind
+from ...provers.base import TacticStatus
+from ...search.features import TacticModel, features, similarity
+from ..session import CoqSession, PrefixError
+from ..syntax import one_sentence
 
 __all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix", "similarity"]
 

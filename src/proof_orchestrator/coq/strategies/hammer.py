@@ -37,10 +37,10 @@ import re
 import time
 from collections.abc import Callable, Sequence
 
-from ..goals import Budget, Goal, Outcome
-from ..provers.base import TacticResult, TacticStatus
-from ..provers.coq import NO_MICROMEGA_CACHE, CoqSession
-from .base import StrategyResult
+from ...goals import Budget, Goal, Outcome
+from ...provers.base import TacticResult, TacticStatus
+from ...strategies.base import StrategyResult
+from ..session import NO_MICROMEGA_CACHE, CoqSession
 from .micro import _QuickTactics
 
 __all__ = [

@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
-from ..coqsyntax import Sentence, one_sentence, split_sentences
 from ..errors import (
     ProjectError,
     ProverCrashed,
@@ -31,9 +30,10 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..goals import Goal
-from .base import ProofState, TacticResult, TacticStatus
+from ..provers.base import ProofState, TacticResult, TacticStatus
+from ..provers.process import run_command
 from .coqtop import CoqTop
-from .process import run_command
+from .syntax import Sentence, one_sentence, split_sentences
 
 __all__ = ["NO_MICROMEGA_CACHE", "CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
 

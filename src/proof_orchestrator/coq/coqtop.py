@@ -28,7 +28,6 @@ from dataclasses import dataclass
 
 import psutil
 
-from ..coqsyntax import one_sentence
 from ..errors import (
     ProverCrashed,
     ProverDesync,
@@ -38,8 +37,9 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
+from ..provers.process import DescendantMeter, spawn, stop_process
 from ..tasks import cancel_and_wait
-from .process import DescendantMeter, spawn, stop_process
+from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
 
@@ -228,7 +228,7 @@ class CoqTop:
         ``timeout`` is the hard wall-clock guard: if the prompt has not come by
         then, the process group is killed and :class:`ProverHung` is raised.
         ``checked=True`` says that ``sentence`` is already the ``code`` of one
-        :class:`~proof_orchestrator.coqsyntax.Sentence` (one sentence, one
+        :class:`~proof_orchestrator.coq.syntax.Sentence` (one sentence, one
         line), so it is not split again. ``measure=False`` skips reading the
         process's CPU for this reply (bulk loading; the next measured reply
         accounts for it). ``cpu_limit`` is a guard on CPU seconds (the process's

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .coqsyntax import one_sentence, split_sentences
-from .errors import ScriptRejected, SourceSyntaxError
+from ..errors import ScriptRejected, SourceSyntaxError
+from .syntax import one_sentence, split_sentences
 
 __all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script"]
 

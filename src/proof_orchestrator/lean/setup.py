@@ -5,7 +5,7 @@ as the project, or it cannot read the project's ``.olean`` files. Its
 repository tags releases by Lean version (``v4.9.0``, ...), so setup clones
 the tag named in the project's ``lean-toolchain`` into a cache folder, pins the
 clone to exactly that toolchain, runs ``lake build``, and records the binary
-for the toolchain in :func:`~proof_orchestrator.provers.lean.registry_path`.
+for the toolchain in :func:`~proof_orchestrator.lean.session.registry_path`.
 ``ORCH_LEAN_REPL`` still overrides whatever is recorded.
 """
 
@@ -17,8 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OrchError
-from .provers.lean import LeanProject, registry_path
+from ..errors import OrchError
+from .session import LeanProject, registry_path
 
 __all__ = ["REPL_URL", "LeanSetupError", "SetupResult", "setup_repl"]
 

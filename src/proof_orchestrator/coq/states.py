@@ -3,7 +3,7 @@
 ``coqtop`` keeps one line of states: running a tactic from an older state
 (``BackTo``) drops the states after it. So :meth:`CoqStates.reach` rebuilds a
 state from its script, from the root, before the search branches from it
-(as :class:`proof_orchestrator.strategies.search.SearchStrategy` did before
+(as :class:`proof_orchestrator.coq.strategies.search.SearchStrategy` did before
 it ran on the shared search).
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..search.features import COQ, GoalSyntax
 from ..search.proofstate import Hypothesis, hypotheses
-from .base import ProofState, TacticResult, TacticStatus
-from .coq import CoqSession
+from .session import CoqSession
 
 __all__ = ["CoqStates"]
 

@@ -19,10 +19,10 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..goals import Budget, Goal, Outcome
-from ..provers.base import TacticStatus
-from ..provers.lean import LeanSession
-from .base import StrategyResult
+from ...goals import Budget, Goal, Outcome
+from ...provers.base import TacticStatus
+from ...strategies.base import StrategyResult
+from ..session import LeanSession
 
 __all__ = [
     "COPILOT_TACTICS",

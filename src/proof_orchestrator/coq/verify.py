@@ -27,9 +27,9 @@ from pathlib import Path
 
 from ..errors import ProverError
 from ..goals import Goal
-from .base import Verdict, VerificationResult
+from ..provers.base import Verdict, VerificationResult
+from ..provers.process import run_command
 from .coqtop import CoqTop
-from .process import run_command
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .errors import SourceSyntaxError
+from ..errors import SourceSyntaxError
 
 __all__ = [
     "Sentence",

@@ -6,7 +6,7 @@ never a hole), cuts it into commands at lines that start in column 0, tracks
 ``namespace``/``section``/``end``, and reports each ``sorry`` token inside a
 declaration with the declaration's span. What the goal *is* comes from the
 REPL's own ``sorries`` reply when a session opens (see
-:mod:`proof_orchestrator.provers.lean`), matched by the position computed here.
+:mod:`proof_orchestrator.lean.session`), matched by the position computed here.
 
 A proof replaces exactly the ``sorry`` token. In tactic position the script's
 lines are aligned on the column of the ``sorry``; in term position it becomes

@@ -22,12 +22,12 @@ import re
 import time
 from collections.abc import Sequence
 
-from ..coqsyntax import one_sentence
-from ..errors import SourceSyntaxError
-from ..goals import Budget, Goal, Outcome
-from ..provers.base import TacticStatus
-from ..provers.coq import CoqSession
-from .base import StrategyResult
+from ...errors import SourceSyntaxError
+from ...goals import Budget, Goal, Outcome
+from ...provers.base import TacticStatus
+from ...strategies.base import StrategyResult
+from ..session import CoqSession
+from ..syntax import one_sentence
 from .knn import features, similarity
 
 __all__ = [

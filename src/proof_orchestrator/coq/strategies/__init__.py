@@ -1,0 +1,1 @@
+"""The strategies that work on a :class:`~proof_orchestrator.coq.session.CoqSession`."""
