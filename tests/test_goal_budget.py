@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from proof_orchestrator.coq.strategies.search import search_limits
 from proof_orchestrator.scheduler.budget import (
     CHEAP_SHARE,
     MIN_GRANT,
     GoalBudget,
     cheap_first,
 )
+from proof_orchestrator.search.bestfirst import search_limits
 
 HEAVY = {"micro": False, "induction": False, "search": True, "hammer": True}
 

@@ -10,7 +10,7 @@ same goals are merged (the first one reached is kept). The search stops at
 the first tactic after which no goal remains, when ``max_expansions`` nodes
 were expanded, or when the prover's CPU since the start reaches
 ``cpu_seconds``. Depth and expansions come from the caller (the budget's
-:func:`proof_orchestrator.coq.strategies.search.search_limits`).
+:func:`search_limits`, shared by Coq's and Lean's searches).
 """
 
 from __future__ import annotations
@@ -25,7 +25,17 @@ from dataclasses import dataclass, field
 from ..provers.base import ProofState, TacticStatus
 from .proofstate import ProofStates
 
-__all__ = ["Expander", "SearchEnd", "SearchFound", "best_first", "fingerprint", "priority"]
+__all__ = [
+    "DEPTH_BUDGET",
+    "EXPANSIONS_PER_SECOND",
+    "Expander",
+    "SearchEnd",
+    "SearchFound",
+    "best_first",
+    "fingerprint",
+    "priority",
+    "search_limits",
+]
 
 #: candidate tactics for a node: (first goal, tactics so far) -> [(tactic, confidence)]
 Expander = Callable[[str, Sequence[str]], Awaitable[list[tuple[str, float]]]]
@@ -40,6 +50,25 @@ class SearchEnd(enum.StrEnum):
     EXHAUSTED = "exhausted"
     #: the CPU budget ran out
     TIMEOUT = "timeout"
+
+
+#: node expansions per CPU second of budget (one expansion tries up to ~24 tactics)
+EXPANSIONS_PER_SECOND = 50
+#: up to this budget (CPU s) the search goes ``max_depth`` deep; one level more per doubling
+DEPTH_BUDGET = 5.0
+
+
+def search_limits(
+    cpu_seconds: float, max_depth: int = 6, max_expansions: int | None = None
+) -> tuple[int, int]:
+    """(depth, expansions) of a search with ``cpu_seconds`` of budget."""
+    expansions = max_expansions or max(20, round(EXPANSIONS_PER_SECOND * cpu_seconds))
+    extra = 0
+    budget = DEPTH_BUDGET
+    while cpu_seconds > budget * 2 - 1e-9 and extra < 4:
+        budget *= 2
+        extra += 1
+    return max_depth + extra, expansions
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,12 @@ constants the goal's conclusion mentions (:func:`unfold_candidates`). Each candi
 the state in the session (which goes back to any earlier state). States are
 scored by cost so far (depth, open goals) minus the model's confidence in the
 tactic that led there, and identical states (same goals) are merged. The CPU
-budget is honoured, and the search grows with it: :data:`EXPANSIONS_PER_SECOND`
-node expansions per CPU second, and one more level of depth each time the
-budget doubles past :data:`DEPTH_BUDGET` (a revisit at twice the budget
-explores what the first pass could not reach).
+budget is honoured, and the search grows with it
+(:func:`~proof_orchestrator.search.bestfirst.search_limits`):
+:data:`~proof_orchestrator.search.bestfirst.EXPANSIONS_PER_SECOND` node
+expansions per CPU second, and one more level of depth each time the budget
+doubles past :data:`~proof_orchestrator.search.bestfirst.DEPTH_BUDGET` (a
+revisit at twice the budget explores what the first pass could not reach).
 
 The proof found is a flat list of sentences; where a step opens several
 subgoals, bullets are added (``-``, ``+``, ``*``) so that the script reads like
@@ -33,7 +35,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
-from ...search.bestfirst import SearchEnd, best_first
+from ...search.bestfirst import SearchEnd, best_first, search_limits
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..states import CoqStates
@@ -43,13 +45,10 @@ from .retrieval import PremiseIndex, index_for
 
 __all__ = [
     "CLOSERS",
-    "DEPTH_BUDGET",
-    "EXPANSIONS_PER_SECOND",
     "STRUCTURAL",
     "SearchStrategy",
     "Suggest",
     "bulletize",
-    "search_limits",
     "unfold_candidates",
 ]
 
@@ -98,25 +97,6 @@ _NOT_CONSTANTS = frozenset(
     ]
 )
 _BULLETS = ("-", "+", "*", "--", "++", "**")
-#: node expansions per CPU second of budget (one expansion tries up to ~24 tactics)
-EXPANSIONS_PER_SECOND = 50
-#: up to this budget (CPU s) the search goes ``max_depth`` deep; one level more per doubling
-DEPTH_BUDGET = 5.0
-
-
-def search_limits(
-    cpu_seconds: float, max_depth: int = 6, max_expansions: int | None = None
-) -> tuple[int, int]:
-    """(depth, expansions) of a search with ``cpu_seconds`` of budget."""
-    expansions = max_expansions or max(20, round(EXPANSIONS_PER_SECOND * cpu_seconds))
-    extra = 0
-    budget = DEPTH_BUDGET
-    while cpu_seconds > budget * 2 - 1e-9 and extra < 4:
-        budget *= 2
-        extra += 1
-    return max_depth + extra, expansions
-
-
 def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
     """``unfold c.`` for the first constants the goal's conclusion mentions.
 

@@ -33,9 +33,8 @@ import re
 import time
 from collections.abc import Sequence
 
-from ...coq.strategies.search import search_limits
 from ...goals import Budget, Goal, Outcome
-from ...search.bestfirst import Expander, SearchEnd, best_first
+from ...search.bestfirst import Expander, SearchEnd, best_first, search_limits
 from ...search.premises import PremiseIndex
 from ...search.proofstate import Hypothesis
 from ...strategies.base import StrategyResult
