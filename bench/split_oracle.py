@@ -1,6 +1,6 @@
 """The long run of the splitter/scanner property tests (issue 18).
 
-Coq: generated sources are split by ``coqsyntax.split_sentences`` and by coqc
+Coq: generated sources are split by ``coq.syntax.split_sentences`` and by coqc
 itself (``coqc -time`` prints each sentence's span; tests/coq_oracle.py); the
 spans must be equal. Lean: the lexer and sorry scanner against the recorded
 REPL ``sorries`` positions (with comments appended at line ends), and the

@@ -5,8 +5,8 @@ scores and the order, ties included, are those of ``BM25Okapi.get_scores``
 over the whole corpus, but ranking touches only the premises that share a
 word with the goal, and a cached library index can be extended with a file's
 premises without counting the library's words again. Which premises are
-visible at a hole is the prover's business (``strategies/retrieval.py`` for
-Coq, ``strategies/lean_premises.py`` for Lean); words are cut the way the
+visible at a hole is the prover's business (``coq/strategies/retrieval.py`` for
+Coq, ``lean/strategies/premises.py`` for Lean); words are cut the way the
 prover's :class:`~.features.GoalSyntax` says.
 """
 

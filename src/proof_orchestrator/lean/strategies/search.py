@@ -6,7 +6,7 @@ is its proof-state interface (REPL proof states are immutable numbers, so
 branching from any state costs nothing). A node's first goal is expanded with,
 in this order:
 
-* the k-NN model's suggestions (:mod:`.lean_knn`: the file's finished proofs
+* the k-NN model's suggestions (:mod:`.knn`: the file's finished proofs
   above the hole, the project files it imports, the ledger's Lean proofs),
   with their confidence;
 * closing tactics: ``rfl``, ``assumption``, ``trivial``, ``decide``, ``simp``,
@@ -15,7 +15,7 @@ in this order:
 * the hypotheses: ``exact h``, ``apply h`` (when ``h`` is an implication or a
   ``∀``), the halves of a conjunction or an ``↔``, ``cases h`` on a
   conjunction, disjunction or ``∃``;
-* retrieved premises (:mod:`.lean_premises`): ``rw [L]``, ``rw [← L]``,
+* retrieved premises (:mod:`.premises`): ``rw [L]``, ``rw [← L]``,
   ``exact L``, ``apply L`` for theorems, ``simp [d]``/``unfold d`` for
   definitions, and ``simp [L₁, L₂]`` with the best two;
 * structural steps by the conclusion's shape: ``intro`` (with the names the
