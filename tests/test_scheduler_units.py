@@ -103,6 +103,16 @@ def test_governor_backs_off_when_the_machine_is_busy_elsewhere() -> None:
     assert governor.limit == 1
 
 
+def test_the_whole_machine_opens_every_slot_and_ignores_other_work() -> None:
+    governor = CpuGovernor(1.0, max_slots=4)
+    assert governor.limit == 4
+    governor.active = 4
+    governor._adjust(0.3, others=0.8, rss_mb=0)  # ATPs read as other work: no back-off
+    assert governor.limit == 4
+    governor._adjust(0.3, others=0.0, rss_mb=10_000)  # the memory budget still holds
+    assert governor.limit == 3
+
+
 def test_governor_measures_its_own_busy_process() -> None:
     governor = CpuGovernor(0.5, max_slots=2, cpus=1)
     deadline = time.monotonic() + 0.3

@@ -20,6 +20,12 @@ average). Two controls follow from it:
   ``1 - target``): back off to a single slot;
 * provers' resident memory above the memory budget: one slot fewer.
 
+A target of 1.0 asks for the whole machine: every slot is open from the
+start, nothing is paced, and other work on the machine is not backed off
+from (CoqHammer's ATPs, which coqtop does not always reap, would otherwise
+read as "other work" and hold the run to one core). The memory budget still
+applies.
+
 Sessions call :meth:`CpuGovernor.slot` around their work. Every sample is kept
 in :attr:`CpuGovernor.trace` for benchmark results.
 """
@@ -113,7 +119,9 @@ class CpuGovernor:
         self.tokens = burst
         self.burst = burst
         self.rate = target * self.cpus
-        self.limit = 1
+        #: the whole machine: every slot open, no pacing (see the module's docstring)
+        self.whole_machine = target >= 1.0
+        self.limit = max_slots if self.whole_machine else 1
         self.active = 0
         self.smoothed: float | None = None
         self.trace: list[CpuSample] = []
@@ -146,7 +154,7 @@ class CpuGovernor:
         Provers call this before every request, so the average CPU use follows
         the target even when one session alone would use more or less of it.
         """
-        if self.tokens < 0:
+        if self.tokens < 0 and not self.whole_machine:
             # the bucket refills at `rate`: sleep exactly until the debt is repaid
             await asyncio.sleep(-self.tokens / self.rate)
 
@@ -203,7 +211,9 @@ class CpuGovernor:
     def _adjust(self, smoothed: float, others: float, rss_mb: float) -> None:
         """Move the session limit one step toward what the target allows."""
         limit = self.limit
-        if others > 1 - self.target + self.band:
+        if self.whole_machine:
+            limit = self.max_slots - (1 if rss_mb > self.memory_budget_mb else 0)
+        elif others > 1 - self.target + self.band:
             limit = 1
         elif rss_mb > self.memory_budget_mb:
             limit -= 1

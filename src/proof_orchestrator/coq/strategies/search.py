@@ -97,6 +97,8 @@ _NOT_CONSTANTS = frozenset(
     ]
 )
 _BULLETS = ("-", "+", "*", "--", "++", "**")
+
+
 def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
     """``unfold c.`` for the first constants the goal's conclusion mentions.
 
