@@ -29,8 +29,7 @@ PROVER_PACKAGES = ("coq", "lean")
 #: other modules that speak to a prover (``tools`` makes both provers)
 PROVER_MODULES = ("tools",)
 #: the neutral core: it imports neither prover package, not even through others
-#: (``ledger`` is not in it: ``ledger/store.py`` splits cached Coq scripts)
-NEUTRAL_CORE = ("errors", "goals", "scheduler", "search", "provers", "strategies")
+NEUTRAL_CORE = ("errors", "goals", "ledger", "scheduler", "search", "provers", "strategies")
 
 
 def module_name(path: Path) -> str:

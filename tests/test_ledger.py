@@ -265,3 +265,50 @@ def test_concurrent_writers_are_safe(any_ledger_url: str) -> None:
         assert ledger.load_bandit()[("class", "micro")].pulls == 10
     finally:
         ledger.close()
+
+
+def test_an_unverified_candidate_comes_back_as_recorded_and_each_prover_splits_it(
+    ledger: Ledger,
+) -> None:
+    """The ledger keeps a candidate as the prover's tools joined it and gives it back
+    unchanged; only the prover's tools know how to cut it into sentences again."""
+    from proof_orchestrator.tools import LeanTools, ProjectTools
+
+    run = ledger.start_run("fill", {}, "8.16.1")
+    goal_id = ledger.upsert_goal(GOAL)
+    coq = ("intros n.", "induction n as [|n IH]; simpl.", "- reflexivity.", "- now rewrite IH.")
+    lean = ("intro n", "induction n with\n  | zero => rfl\n  | succ n ih => simp [ih]")
+    for fingerprint, tools, sentences in (
+        ("fp-coq", ProjectTools, coq),
+        ("fp-lean", LeanTools, lean),
+    ):
+        ledger.record_attempt(
+            run_id=run,
+            goal_id=goal_id,
+            fingerprint=fingerprint,
+            strategy="search",
+            outcome=Outcome.CANDIDATE,
+            tactic=tools.join_script(sentences),
+        )
+        recorded = ledger.candidate_script(fingerprint)
+        assert recorded == tools.join_script(sentences)
+    # Coq's bullets are sentences of their own
+    assert ProjectTools.split_script(ledger.candidate_script("fp-coq") or "") == (
+        "intros n.",
+        "induction n as [|n IH]; simpl.",
+        "-",
+        "reflexivity.",
+        "-",
+        "now rewrite IH.",
+    )
+    # Lean's layout survives: one block, its line breaks and indentation intact
+    assert LeanTools.split_script(ledger.candidate_script("fp-lean") or "") == ("\n".join(lean),)
+    ledger.record_attempt(
+        run_id=run,
+        goal_id=goal_id,
+        fingerprint="fp-coq",
+        strategy="verify",
+        outcome=Outcome.REJECTED,
+        tactic=ProjectTools.join_script(coq),
+    )
+    assert ledger.candidate_script("fp-coq") is None  # a rejected candidate is not offered again

@@ -18,6 +18,7 @@ from .coq.project import CoqProject
 from .coq.script import check_script
 from .coq.session import CoqProver
 from .coq.strategies.hammer import hammer_environment
+from .coq.syntax import split_sentences
 from .coq.verify import CoqVerifier
 from .lean import holes as lean_holes
 from .lean.holes import LeanHole
@@ -60,6 +61,16 @@ class ProjectTools:
     def declared_axioms(text: str) -> set[str]:
         return set(coq_holes.declared_axioms(text))
 
+    @staticmethod
+    def join_script(sentences: Sequence[str]) -> str:
+        """Sentences as the one string the ledger records."""
+        return " ".join(sentences)
+
+    @staticmethod
+    def split_script(text: str) -> tuple[str, ...]:
+        """A script recorded as one string (see :meth:`Ledger.candidate_script`), as sentences."""
+        return tuple(s.code for s in split_sentences(text))
+
     async def aclose(self) -> None:
         await self.prover.aclose()
         await self.verifier.aclose()
@@ -95,6 +106,16 @@ class LeanTools:
     @staticmethod
     def declared_axioms(text: str) -> set[str]:
         return lean_holes.declared_axioms(text)
+
+    @staticmethod
+    def join_script(sentences: Sequence[str]) -> str:
+        """Tactics one per line: Lean's layout matters, so they are not joined by spaces."""
+        return "\n".join(sentences)
+
+    @staticmethod
+    def split_script(text: str) -> tuple[str, ...]:
+        """A recorded script as one tactic block: Lean's layout is not sentence-split here."""
+        return (text,) if text.strip() else ()
 
     async def aclose(self) -> None:
         await self.prover.aclose()

@@ -489,7 +489,7 @@ class GoalRun:
             fingerprint=item.hole.goal.fingerprint,
             strategy=strategy,
             outcome=outcome,
-            tactic=" ".join(result.sentences),
+            tactic=item.file.tools.join_script(result.sentences),
             tactics_tried=result.tactics_tried,
             budget_seconds=budget,
             goal_budget_seconds=goal_budget,
@@ -506,12 +506,17 @@ class GoalRun:
         )
         self.recorded += 1
 
+    def candidate_script(self, item: GoalItem) -> tuple[str, ...] | None:
+        """The newest unverified candidate the ledger holds for this goal, as sentences."""
+        text = self.ledger.candidate_script(item.hole.goal.fingerprint)
+        return None if text is None else item.file.tools.split_script(text)
+
     async def replay(self, item: GoalItem) -> GoalReport | None:
         """Re-check a proof the ledger already has; no search."""
         fingerprint = item.hole.goal.fingerprint
         for source, known in (
             (LEDGER_REPLAY, self.ledger.verified_proof(fingerprint)),
-            (CANDIDATE_REPLAY, self.ledger.candidate_script(fingerprint)),
+            (CANDIDATE_REPLAY, self.candidate_script(item)),
         ):
             if known is None:
                 continue

@@ -40,7 +40,6 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..coq.syntax import split_sentences
 from ..errors import LedgerError, LedgerUnavailable
 from ..goals import Goal, Outcome
 from ..project.statedir import make_state_dir
@@ -435,8 +434,12 @@ class Ledger:
         return failures, first, largest
 
     @_retrying
-    def candidate_script(self, fingerprint: str) -> tuple[str, ...] | None:
-        """The newest script a strategy found for this fingerprint (not yet verified)."""
+    def candidate_script(self, fingerprint: str) -> str | None:
+        """The newest script a strategy found for this fingerprint (not yet verified).
+
+        It comes back as recorded, one string; the prover's tools split it
+        (the ledger knows no prover's syntax).
+        """
         with self._session() as s:
             attempt = s.scalar(
                 select(Attempt)
@@ -459,7 +462,7 @@ class Ledger:
                     Attempt.tactic == attempt.tactic,
                 )
             )
-            return None if rejected else tuple(s.code for s in split_sentences(attempt.tactic))
+            return None if rejected else attempt.tactic
 
     @_retrying
     def popular_scripts(self, limit: int = 30) -> list[str]:
