@@ -79,3 +79,57 @@ def test_parse_assumptions_ignores_messages_and_keeps_unsafe_flags() -> None:
     )
     assert parse_assumptions(output) == {"Foo.ax", "Foo.f is assumed to be guarded."}
     assert parse_assumptions("Closed under the global context") == frozenset()
+
+
+TRUSTING = """\
+Require Import Classical.
+{early}
+Lemma helper : 2 = 2.
+Admitted.
+Lemma leans_on_helper : 2 = 2.
+Proof. exact helper. Qed.
+Lemma target : forall P : Prop, ~ ~ P -> P.
+Admitted.
+"""
+EARLY = "Lemma early : forall P : Prop, P \\/ ~ P.\nProof. exact classic. Qed."
+
+
+async def _verify_target(path: Path, original: str, body: str) -> Verdict:
+    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == "target")
+    patched = original.replace(
+        "Lemma target : forall P : Prop, ~ ~ P -> P.\nAdmitted.",
+        f"Lemma target : forall P : Prop, ~ ~ P -> P.\nProof. {body} Qed.",
+    )
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(path, original, patched, [goal], declared_axioms(original))
+    finally:
+        await verifier.aclose()
+    return result.verdict
+
+
+async def test_a_library_axiom_the_files_finished_proofs_use_is_trusted(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """`classic` is in the file's trust base once one of its Qed proofs rests on it."""
+    original = TRUSTING.format(early=EARLY)
+    path = write_v("T.v", original)
+    assert await _verify_target(path, original, "exact NNPP.") is Verdict.ACCEPTED
+
+
+async def test_a_library_axiom_no_finished_proof_uses_is_new(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    original = TRUSTING.format(early="")
+    path = write_v("T.v", original)
+    assert await _verify_target(path, original, "exact NNPP.") is Verdict.NEW_ASSUMPTIONS
+
+
+async def test_a_hole_used_by_a_finished_proof_is_not_trusted(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """`leans_on_helper` rests on the hole `helper`: that does not let a new proof use it."""
+    original = TRUSTING.format(early=EARLY)
+    path = write_v("T.v", original)
+    body = "pose proof helper as h; exact NNPP."
+    assert await _verify_target(path, original, body) is Verdict.NEW_ASSUMPTIONS

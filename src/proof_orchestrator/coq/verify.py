@@ -8,11 +8,18 @@ proved lemma. The same is done once for the original text; a lemma is
 accepted only if its assumptions are a subset of
 
 * the assumptions its statement already had in the original file (minus the
-  lemma itself, which ``Admitted`` made an axiom), and
-* the axioms the file declares itself (``Axiom``, ``Parameter``, ...).
+  lemma itself, which ``Admitted`` made an axiom),
+* the axioms the file declares itself (``Axiom``, ``Parameter``, ...), and
+* the file's trust base: the library axioms that the original file's own
+  finished (``Qed``) proofs already rest on. A file about
+  ``Ensembles`` whose proofs use ``Extensionality_Ensembles`` may get one more
+  proof that uses it; a file none of whose proofs uses ``classic`` may not.
 
 So a proof that leans on another ``Admitted`` lemma, on a library axiom the
-original did not use, or on disabled guard checking is rejected.
+file did not already use, or on disabled guard checking is rejected. (Guard
+and universe entries name their lemma, and the file's holes are never part of
+its trust base, so neither can enter through it: only plain axiom names
+count.)
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from ..goals import Goal
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
 from .coqtop import CoqTop
+from .holes import qed_proofs, scan_coq_text
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
@@ -93,6 +101,8 @@ class CoqVerifier:
         self.coqtop = coqtop
         self.compile_timeout = compile_timeout
         self._builds: dict[str, _Build] = {}
+        #: the trust base of an original text, by its build directory
+        self._trust: dict[Path, frozenset[str]] = {}
         #: CPU seconds spent by coqc and coqtop in this verifier
         self.cpu_seconds = 0.0
         #: number of coqc runs
@@ -148,6 +158,25 @@ class CoqVerifier:
             self.cpu_seconds += top.cpu_seconds()
         return result
 
+    async def trust_base(self, path: Path, original: str, base_build: _Build) -> frozenset[str]:
+        """The library axioms the original file's finished proofs rest on (see the module)."""
+        cached = self._trust.get(base_build.directory)
+        if cached is not None:
+            return cached
+        finished = [hole.goal.qualified_name for hole, _ in qed_proofs(path, original)]
+        holes = {hole.goal.qualified_name for hole in scan_coq_text(path, original)}
+        local = {*holes, *(f"{path.stem}.{name}" for name in holes)}
+        keys: set[str] = set()
+        for found in (await self._assumptions(path, base_build, finished)).values():
+            keys |= {
+                key
+                for key in found
+                if key not in local and " " not in key and not key.startswith("<")
+            }
+        trusted = frozenset(keys)
+        self._trust[base_build.directory] = trusted
+        return trusted
+
     async def verify(
         self,
         path: Path,
@@ -174,12 +203,13 @@ class CoqVerifier:
         names = [goal.qualified_name for goal in goals]
         after = await self._assumptions(path, build, names)
         before = await self._assumptions(path, base_build, names)
+        trusted = await self.trust_base(path, original, base_build)
         stem = path.stem
         offending: list[str] = []
         offending_names: list[str] = []
         for name in names:
             own = f"{stem}.{name}"
-            allowed = set(before[name]) - {own, name}
+            allowed = (set(before[name]) | trusted) - {own, name}
             for key in after[name]:
                 if key in allowed:
                     continue

@@ -100,9 +100,19 @@ def fingerprint(goals: Sequence[str]) -> str:
     return hashlib.sha256("\x00".join(" ".join(g.split()) for g in goals).encode()).hexdigest()
 
 
+#: the most a tactic's confidence can take off a node's priority: two levels of depth
+CONFIDENCE_CAP = 1.0
+
+
 def priority(depth: int, open_goals: int, confidence: float) -> float:
-    """Lower is better: depth plus half the open goals minus twice the model's confidence."""
-    return depth + 0.5 * open_goals - 2.0 * confidence
+    """Lower is better: depth plus half the open goals minus twice the model's confidence.
+
+    The confidence (a k-NN vote: a sum of similarities, so above 1 when several
+    neighbours agree) counts up to :data:`CONFIDENCE_CAP`. Uncapped, a chain of
+    confident suggestions went arbitrarily deep before a shallower, less
+    confident branch was expanded.
+    """
+    return depth + 0.5 * open_goals - 2.0 * min(confidence, CONFIDENCE_CAP)
 
 
 async def best_first(
