@@ -12,6 +12,7 @@ from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
+    printed_hints,
     standard_reconstructions,
 )
 from proof_orchestrator.goals import Budget, Outcome
@@ -132,6 +133,23 @@ def test_standard_reconstructions_name_the_atps_lemmas_both_ways() -> None:
     assert "eauto using plus_zero_r, eq_sym." in found
     assert "eauto using Top.plus_zero_r, Coq.Init.Logic.eq_sym." in found
     assert all("scongruence" not in t and "sauto" not in t for t in found)
+
+
+def test_a_printed_tactics_clauses_are_read_apart() -> None:
+    """`unfold:` and `inv:` are not lemma names: they become an unfold and an inversion."""
+    printed = "hauto lq: on use: Add_intro1, Add_inv unfold: Complement, Included inv: list."
+    assert printed_hints(printed) == {
+        "use": ["Add_intro1", "Add_inv"],
+        "unfold": ["Complement", "Included"],
+        "inv": ["list"],
+    }
+    assert printed_hints("sauto lq: on.") == {}
+    found = standard_reconstructions(f"Replace the hammer tactic with: {printed}\n")
+    assert found[0] == "eauto using Add_intro1, Add_inv."
+    assert (
+        "intros; unfold Complement, Included in *; firstorder using Add_intro1, Add_inv." in found
+    )
+    assert all("unfold:" not in t and "inv:" not in t and "lq:" not in t for t in found)
 
 
 @pytest.mark.parametrize(

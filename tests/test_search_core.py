@@ -78,6 +78,12 @@ def test_priority_is_depth_plus_half_the_goals_minus_twice_the_confidence() -> N
     assert priority(2, 3, 0.25) == 3.0
 
 
+def test_a_confidence_above_one_counts_as_one() -> None:
+    """A k-NN vote of 2.4 must not put a node three levels deep before a shallow one."""
+    assert priority(1, 1, 2.44) == priority(1, 1, 1.0) == -0.5
+    assert priority(3, 1, 2.44) > priority(1, 2, 0.5)
+
+
 def test_the_search_core_imports_no_prover() -> None:
     folder = Path(search.__file__).parent
     for source in folder.glob("*.py"):

@@ -53,6 +53,7 @@ __all__ = [
     "SautoStrategy",
     "dependencies",
     "hammer_environment",
+    "printed_hints",
     "reconstruction",
     "replacements",
     "standard_reconstructions",
@@ -124,17 +125,51 @@ def reconstruction(output: str) -> str | None:
     return f"{tactic}." if tactic else None
 
 
-_USE = re.compile(r"\buse:\s*(?P<names>[^.]+?)\s*\.?\s*$")
+#: the clauses of a printed CoqHammer tactic that name things: lemmas to use, constants
+#: to unfold, types whose hypotheses to invert, constructors, types to case on
+_CLAUSE = re.compile(r"\b(use|unfold|inv|ctrs|cases):\s*")
+_OPTION = re.compile(r"\b\w+:")
+_NAME = re.compile(r"[A-Za-z_][\w'.]*")
 
 
-def _use_names(tactic: str | None) -> list[str]:
-    """The lemma names of a printed tactic's ``use:`` clause."""
+def printed_hints(tactic: str | None) -> dict[str, list[str]]:
+    """The name lists of a printed tactic's clauses, by clause.
+
+    ``hauto lq: on use: A, B unfold: C inv: list.`` gives ``{"use": ["A", "B"],
+    "unfold": ["C"], "inv": ["list"]}``; options (``lq: on``) are not names.
+    """
     if not tactic:
-        return []
-    match = _USE.search(tactic)
-    if match is None:
-        return []
-    return [n.strip() for n in match.group("names").split(",") if n.strip()]
+        return {}
+    parts = _CLAUSE.split(tactic.strip().removesuffix("."))
+    hints: dict[str, list[str]] = {}
+    for key, value in zip(parts[1::2], parts[2::2], strict=False):
+        option = _OPTION.search(value)
+        names = value[: option.start()] if option else value
+        hints.setdefault(key, []).extend(
+            n.strip() for n in names.split(",") if _NAME.fullmatch(n.strip())
+        )
+    return hints
+
+
+def _with_lemmas(opening: str, use: str) -> list[str]:
+    """Scripts that finish a goal from ``opening`` with the lemmas ``use`` (may be empty)."""
+    using = f" using {use}" if use else ""
+    scripts = [
+        f"{opening}eauto{using}.",
+        f"{opening}subst; eauto{using}.",
+        f"{opening}firstorder{using}.",
+        f"{opening}intuition (eauto{using}).",
+        # invert one hypothesis (each is tried in turn), then finish
+        f"{opening}match goal with H : _ |- _ => solve [inversion H; subst; eauto{using}] end.",
+    ]
+    if use:
+        rewrites = ", ".join(f"?{n.strip()}" for n in use.split(","))
+        scripts += [
+            f"{opening}rewrite {rewrites}; auto.",
+            f"{opening}rewrite {rewrites} in *; congruence.",
+            f"{opening}simpl in *; rewrite {rewrites} in *; eauto{using}.",
+        ]
+    return scripts
 
 
 def standard_reconstructions(output: str) -> list[str]:
@@ -142,26 +177,24 @@ def standard_reconstructions(output: str) -> list[str]:
 
     The lemmas are named as the printed tactic's ``use:`` clause names them
     (short names), then by their qualified names from the ATP's dependency
-    list; each list feeds ``eauto using``, ``firstorder using``, rewriting and
-    ``congruence``. Tactics that need no lemma come last.
+    list. The constants of its ``unfold:`` clause are unfolded everywhere
+    first; each lemma list then feeds ``eauto using``, ``firstorder using``,
+    inversion of a hypothesis, rewriting and ``congruence``. Tactics that need
+    no lemma come last.
     """
-    printed = reconstruction(output)
-    spellings = [_use_names(printed), dependencies(output)]
+    hints = printed_hints(reconstruction(output))
+    unfold = ", ".join(hints.get("unfold", []))
+    openings = [f"intros; unfold {unfold} in *; "] if unfold else []
+    openings.append("intros; ")
     found: list[str] = []
-    for names in spellings:
-        if not names:
+    spellings = [", ".join(hints.get("use", [])), ", ".join(dependencies(output))]
+    for use in dict.fromkeys(spellings):
+        if not use and found:
             continue
-        use = ", ".join(names)
-        rewrites = ", ".join(f"?{n}" for n in names)
-        found += [
-            f"eauto using {use}.",
-            f"intros; subst; eauto using {use}.",
-            f"firstorder using {use}.",
-            f"intuition (eauto using {use}).",
-            f"intros; rewrite {rewrites}; auto.",
-            f"intros; rewrite {rewrites} in *; congruence.",
-            f"intros; simpl in *; rewrite {rewrites} in *; eauto using {use}.",
-        ]
+        if use:
+            found.append(f"eauto using {use}.")
+        for opening in openings:
+            found += _with_lemmas(opening, use)
     found += ["congruence.", "intuition.", "firstorder.", "intros; subst; eauto.", "tauto."]
     return list(dict.fromkeys(found))
 

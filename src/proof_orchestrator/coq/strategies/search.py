@@ -198,18 +198,18 @@ class SearchStrategy:
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
         found += [(u, 0.0) for u in unfold_candidates(goal_text)]
-        found += learned[4:]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
                 found += [
-                    (f"rewrite {premise.name}.", 0.0),
                     (f"apply {premise.name}.", 0.0),
+                    (f"rewrite {premise.name}.", 0.0),
                     (f"rewrite <- {premise.name}.", 0.0),
                 ]
+        found += learned[4:]
         unique: dict[str, float] = {}
         for tactic, score in found:
             unique.setdefault(tactic, score)
-        return list(unique.items())[: self.per_node + 10]
+        return list(unique.items())[: self.per_node + 20]
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         del goal
@@ -232,7 +232,7 @@ class SearchStrategy:
             # the budget counts from the start of the attempt (index and lia included)
             cpu_seconds=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
             tactic_seconds=max(1.0, budget.tactic_seconds),
-            per_node=self.per_node + 10,
+            per_node=self.per_node + 20,
         )
         script: Sequence[str] = ()
         if found.end is SearchEnd.FOUND:
