@@ -154,3 +154,46 @@ async def test_a_seeded_sample_keeps_file_order_and_repeats(tmp_path: Path) -> N
     assert len(names[0]) == 2
     order = ["plus_zero_l", "plus_zero_r", "plus_succ_r"]
     assert names[0] == sorted(names[0], key=order.index)
+
+
+TRUSTING = """\
+Require Import Classical.
+Lemma first_nnpp : forall P : Prop, ~ ~ P -> P.
+Proof. exact NNPP. Qed.
+Lemma uses_classic : forall P : Prop, P \\/ ~ P.
+Proof. exact classic. Qed.
+Lemma double_negation : forall P : Prop, ~ ~ P -> P.
+Proof. exact NNPP. Qed.
+"""
+
+
+@pytest.mark.parametrize(("index", "accepted"), [(0, False), (2, True)])
+async def test_the_eval_audit_trusts_only_the_axioms_of_earlier_proofs(
+    tmp_path: Path, index: int, accepted: bool
+) -> None:
+    """As `orch fill`'s audit, position-faithful: at the first proof no earlier proof used
+    `classic`, so a proof that needs it is refused; after `uses_classic` it is trusted."""
+    from proof_orchestrator.coq.holes import declared_axioms, qed_proofs
+    from proof_orchestrator.coq.session import CoqProver
+    from proof_orchestrator.evaluate import TrustBase, _Audit, _checked
+    from proof_orchestrator.goals import Budget, Outcome
+    from proof_orchestrator.strategies.base import StrategyResult
+
+    path = tmp_path / "T.v"
+    text = TRUSTING.replace(
+        "Lemma no_axiom : True.", "Lemma no_axiom : forall P : Prop, ~ ~ P -> P."
+    )
+    path.write_text(text, encoding="utf-8")
+    proofs = qed_proofs(path, text)
+    trust = TrustBase([hole.goal.qualified_name for hole, _ in proofs])
+    hole, _ = proofs[index]
+    audit = _Audit(declared_axioms(text[: hole.statement_start]), trust, index)
+    found = StrategyResult(Outcome.CANDIDATE, ("exact NNPP.",))
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            solved, note, _ = await _checked(session, found, hole, audit, Budget(10, 5, 5))
+    finally:
+        await prover.aclose()
+    assert solved is accepted
+    assert accepted or "classic" in note

@@ -33,7 +33,10 @@ the same CPU budget:
 * ``tactics`` (``--baseline tactics``): a fixed list of standard tactics.
 
 A proof counts only after ``Qed`` succeeds in the session and ``Print
-Assumptions`` shows no axiom other than those the file declares itself. The
+Assumptions`` shows no axiom other than those the file declares itself and
+the file's trust base as ``orch fill``'s audit allows it (the library axioms
+the file's finished proofs rest on), here position-faithful: the axioms of
+the ``Qed`` proofs *before* the goal (:class:`TrustBase`). The
 report gives, per arm, the solved count and rate, CPU seconds and PAR-2
 (the mean of the CPU time of solved goals and twice the budget for the
 others), and, for the portfolio, which strategy proved what.
@@ -442,10 +445,13 @@ async def _evaluate_file(
         if portfolio is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orch-eval-")))
             portfolio = FillPortfolio(per_goal, workdir)
+        trust = TrustBase([proved.goal.qualified_name for proved, _ in proofs])
         try:
             for index, order in picks:
                 hole, _ = proofs[index]
-                row = await _goal(prover, portfolio, path, text, hole, order, per_goal)
+                row = await _goal(
+                    prover, portfolio, path, text, hole, order, per_goal, trust, index
+                )
                 rows.append(row)
                 finished(row)
         finally:
@@ -463,7 +469,7 @@ async def _checked(
     session: CoqSession,
     found: StrategyResult | None,
     hole: CoqHole,
-    allowed: frozenset[str],
+    audit: _Audit,
     budget: Budget,
 ) -> tuple[bool, str, tuple[str, ...]]:
     """(solved, note, script): the gate, then ``Qed`` and the axiom audit in ``session``."""
@@ -474,9 +480,22 @@ async def _checked(
     except ScriptRejected as exc:
         return False, f"rejected: {exc}", ()
     ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
-    extra = _new_axioms(assumptions, allowed) if ok else ["(Qed failed)"]
+    extra = _new_axioms(assumptions, audit.declared) if ok else ["(Qed failed)"]
+    if ok and extra:
+        trusted = await audit.trust.before(session, audit.index)
+        extra = [name for name in extra if name not in trusted]
     solved = ok and not extra
     return solved, "" if solved else "rejected: " + ", ".join(extra), script
+
+
+@dataclass(slots=True)
+class _Audit:
+    """What a goal's proof may assume: the file's own axioms (short names) and its trust base."""
+
+    declared: frozenset[str]
+    trust: TrustBase
+    #: the goal's place among the file's ``Qed`` proofs
+    index: int
 
 
 async def _goal(
@@ -487,9 +506,11 @@ async def _goal(
     hole: CoqHole,
     order: list[str],
     budget: Budget,
+    trust: TrustBase,
+    index: int,
 ) -> GoalRow:
     row = GoalRow(str(path), hole.goal.name, order)
-    allowed = declared_axioms(text[: hole.statement_start])
+    audit = _Audit(declared_axioms(text[: hole.statement_start]), trust, index)
     prefix = _prefix(prover, text, hole)
     for arm in order:
         began = time.monotonic()
@@ -504,13 +525,13 @@ async def _goal(
                     )
                     continue
                 async with portfolio.tools(path).open_session(hole, text) as session:
-                    solved, note, script = await _checked(session, found, hole, allowed, budget)
+                    solved, note, script = await _checked(session, found, hole, audit, budget)
             else:
                 async with prover.session_at(hole.goal, prefix) as session:
                     spent = _arm_clock(session)
                     found, strategy = await _run_arm(arm, session, hole, budget)
                     cpu = spent()
-                    solved, note, script = await _checked(session, found, hole, allowed, budget)
+                    solved, note, script = await _checked(session, found, hole, audit, budget)
         except PrefixError as exc:
             # the same prefix fails for every arm: the hints of the libraries
             # CoqHammer loads can change what an earlier tactic does (in ListSet.v,
@@ -528,17 +549,45 @@ async def _goal(
     return row
 
 
-def _new_axioms(output: str, allowed: frozenset[str]) -> list[str]:
-    """Axioms in a ``Print Assumptions`` output that the file does not declare itself.
-
-    Section variables are not axioms; only the ``Axioms:`` part counts.
-    """
+def _axioms(output: str) -> list[str]:
+    """The axioms a ``Print Assumptions`` output lists (the ``Axioms:`` part only:
+    section variables are not axioms)."""
     if "Closed under the global context" in output or "Axioms:" not in output:
         return []
     part = output.split("Axioms:", 1)[1]
     part = re.split(r"\n(?:Section Variables|Opaque constants|Transparent constants)", part)[0]
-    names = re.findall(r"^([\w'.]+)\s*:", part, re.M)
-    return [n for n in names if n.rsplit(".", 1)[-1] not in allowed]
+    return re.findall(r"^([\w'.]+)\s*:", part, re.M)
+
+
+def _new_axioms(
+    output: str, allowed: frozenset[str], trusted: frozenset[str] = frozenset()
+) -> list[str]:
+    """Axioms in a ``Print Assumptions`` output that the file neither declares itself
+    (``allowed``, short names) nor already trusts (``trusted``, as printed)."""
+    return [n for n in _axioms(output) if n.rsplit(".", 1)[-1] not in allowed and n not in trusted]
+
+
+class TrustBase:
+    """The axioms the ``Qed`` proofs before a goal rest on, filled in as the goals advance.
+
+    The same rule as the verifier's trust base (:mod:`.coq.verify`), position-faithful:
+    at goal ``k`` of a file, the axioms listed by ``Print Assumptions`` for the
+    file's finished proofs ``0 .. k-1``, asked once each in the goal's session
+    (where all of them are defined). The goal's own name never counts.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._names = list(names)
+        self._asked = 0
+        self._axioms: set[str] = set()
+
+    async def before(self, session: CoqSession, index: int) -> frozenset[str]:
+        """The trust base at the file's ``index``-th ``Qed`` proof; ``session`` is at it."""
+        while self._asked < min(index, len(self._names)):
+            name = self._names[self._asked]
+            self._asked += 1
+            self._axioms.update(_axioms(await session.query(f"Print Assumptions {name}.")))
+        return frozenset(self._axioms)
 
 
 def _summary(
