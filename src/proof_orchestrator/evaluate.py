@@ -559,12 +559,10 @@ def _axioms(output: str) -> list[str]:
     return re.findall(r"^([\w'.]+)\s*:", part, re.M)
 
 
-def _new_axioms(
-    output: str, allowed: frozenset[str], trusted: frozenset[str] = frozenset()
-) -> list[str]:
-    """Axioms in a ``Print Assumptions`` output that the file neither declares itself
-    (``allowed``, short names) nor already trusts (``trusted``, as printed)."""
-    return [n for n in _axioms(output) if n.rsplit(".", 1)[-1] not in allowed and n not in trusted]
+def _new_axioms(output: str, allowed: frozenset[str]) -> list[str]:
+    """Axioms in a ``Print Assumptions`` output that the file does not declare itself
+    (``allowed``: short names)."""
+    return [n for n in _axioms(output) if n.rsplit(".", 1)[-1] not in allowed]
 
 
 class TrustBase:
