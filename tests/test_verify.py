@@ -25,11 +25,14 @@ def _patched(body: str, extra_before: str = "") -> str:
     )
 
 
-async def _verify(path: Path, patched: str) -> Verdict:
-    goal = scan_coq_text(path, ORIGINAL)[1].goal
+async def _verify(
+    path: Path, patched: str, original: str = ORIGINAL, name: str = "target"
+) -> Verdict:
+    """The verdict on ``patched`` for the lemma ``name`` of ``original``."""
+    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == name)
     verifier = CoqVerifier()
     try:
-        result = await verifier.verify(path, ORIGINAL, patched, [goal], declared_axioms(ORIGINAL))
+        result = await verifier.verify(path, original, patched, [goal], declared_axioms(original))
     finally:
         await verifier.aclose()
     return result.verdict
@@ -95,17 +98,11 @@ EARLY = "Lemma early : forall P : Prop, P \\/ ~ P.\nProof. exact classic. Qed."
 
 
 async def _verify_target(path: Path, original: str, body: str) -> Verdict:
-    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == "target")
     patched = original.replace(
         "Lemma target : forall P : Prop, ~ ~ P -> P.\nAdmitted.",
         f"Lemma target : forall P : Prop, ~ ~ P -> P.\nProof. {body} Qed.",
     )
-    verifier = CoqVerifier()
-    try:
-        result = await verifier.verify(path, original, patched, [goal], declared_axioms(original))
-    finally:
-        await verifier.aclose()
-    return result.verdict
+    return await _verify(path, patched, original)
 
 
 async def test_a_library_axiom_the_files_finished_proofs_use_is_trusted(
