@@ -299,6 +299,7 @@ async def evaluate(
     seed: int = 0,
     limit: int | None = None,
     sample: int | None = None,
+    only: Sequence[str] = (),
     tactic_seconds: float = 1.0,
     on_goal: Callable[[GoalRow], None] | None = None,
     workers: int = 1,
@@ -308,7 +309,8 @@ async def evaluate(
     """Run the evaluation; returns the result (also meant to be written as JSON).
 
     ``sample`` picks that many goals at random (seeded by ``seed``) among all the
-    files' goals; ``limit`` then keeps the first ones.
+    files' goals; ``limit`` then keeps the first ones. ``only``, when given,
+    keeps the goals of those lemma names (before ``sample`` and ``limit``).
 
     ``journal``, when given, gets one JSON line per finished goal; ``on_total``
     is told the number of goals and the arms once the files are read.
@@ -337,7 +339,8 @@ async def evaluate(
     goals = [
         (path, index)
         for path in files
-        for index in range(len(qed_proofs(path, path.read_text(encoding="utf-8"))))
+        for index, (hole, _) in enumerate(qed_proofs(path, path.read_text(encoding="utf-8")))
+        if not only or hole.goal.name in only
     ]
     if sample is not None and sample < len(goals):
         # a seeded random subset, kept in file order (earlier proofs stay earlier)

@@ -42,6 +42,9 @@ def eval_command(
         int | None, typer.Option(help="N goals drawn at random (seeded) from all the files")
     ] = None,
     seed: Annotated[int, typer.Option(help="seed of the arm order and of --sample")] = 0,
+    only: Annotated[
+        list[str] | None, typer.Option(help="only the goals of this lemma name (repeatable)")
+    ] = None,
     workers: Annotated[int, typer.Option(help="files evaluated at once")] = 1,
     out_dir: Annotated[Path, typer.Option("--out", help="where the result JSON goes")] = Path(
         "bench/results"
@@ -69,6 +72,7 @@ def eval_command(
                     seed=seed,
                     limit=limit,
                     sample=sample,
+                    only=only or (),
                     workers=workers,
                     on_goal=progress.goal,
                     on_total=progress.total,

@@ -319,14 +319,21 @@ class CoqSession:
         self._current = self.root
         return True, assumptions.output
 
-    async def query(self, command: str) -> str:
+    async def query(
+        self, command: str, *, notations: bool = True, timeout: float | None = None
+    ) -> str:
         """Run a read-only vernacular query (``Print Libraries.``) and return its output.
 
-        The proof state is restored afterwards.
+        ``notations=False`` prints terms without notations (``Qeq (Qplus 0 x) x``
+        rather than ``0 + x == x``): the option is unset just for the query. The
+        proof state, and with it the printing options, are restored afterwards.
         """
         top = self._require_top()
         origin = self.current
-        reply = await top.send(command, self._prover.settings.load_timeout)
+        wait = timeout if timeout is not None else self._prover.settings.load_timeout
+        if not notations:
+            await top.send("Unset Printing Notations.", wait, checked=True)
+        reply = await top.send(command, wait)
         await self._return_after_query(top, origin)
         return reply.output
 

@@ -40,6 +40,7 @@ __all__ = [
     "one_sentence",
     "sentence_keyword",
     "split_sentences",
+    "split_top_level",
     "strip_comments",
 ]
 
@@ -271,3 +272,25 @@ def sentence_keyword(code: str) -> str:
     stripped = re.sub(r"^(?:#\[[^\]]*\]\s*)+", "", code)
     match = re.match(r"[A-Za-z_][\w']*", stripped)
     return match.group() if match else ""
+
+
+def split_top_level(text: str, token: str) -> list[str]:
+    """``text`` split at ``token`` outside parentheses, brackets and braces."""
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and text.startswith(token, i):
+            parts.append(text[start:i])
+            i += len(token)
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts

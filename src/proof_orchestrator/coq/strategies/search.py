@@ -39,7 +39,9 @@ from ...search.bestfirst import SearchEnd, best_first, search_limits
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..states import CoqStates
+from ..syntax import split_top_level
 from .knn import FileModels
+from .lemma_search import GENERIC, LemmaSearch, plain_goal, premise_tactics
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
@@ -49,6 +51,7 @@ __all__ = [
     "SearchStrategy",
     "Suggest",
     "bulletize",
+    "chain_opening",
     "unfold_candidates",
 ]
 
@@ -69,6 +72,8 @@ CLOSERS = (
 STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
 #: constants of a conclusion offered to ``unfold``, at most
 MAX_UNFOLDS = 3
+#: candidates a node gets beyond ``per_node``: the premises found by ``Search``
+PER_NODE_EXTRA = 32
 _IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
 _BINDER = re.compile(r"\b(?:forall|exists|fun)\s+([^,=]*?)\s*(?:,|=>)")
 _NOT_CONSTANTS = frozenset(
@@ -130,6 +135,14 @@ def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
     return [f"unfold {name}." for name in found]
 
 
+def chain_opening(tactic: str) -> str | None:
+    """``t1; t2.`` for a tactic ``t1; t2; t3.``; None if it is not a chain."""
+    parts = split_top_level(tactic.strip().removesuffix("."), ";")
+    if len(parts) < 2 or not all(p.strip() for p in parts):
+        return None
+    return "; ".join(p.strip() for p in parts[:-1]) + "."
+
+
 def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
     """``steps`` with bullets: ``counts[i]`` goals before step i, ``counts[-1]`` after the last.
 
@@ -185,10 +198,14 @@ class SearchStrategy:
         index: PremiseIndex | None,
         lia: str | None,
         steps: Sequence[str] = (),
+        lemmas: LemmaSearch | None = None,
     ) -> list[tuple[str, float]]:
         model = await self.models.model_for(session)
         learned = list(model.suggest(goal_text, k=8))
         found: list[tuple[str, float]] = learned[:4]
+        # a learned chain ``intros; qc; apply Qplus_assoc.`` ends with a step for
+        # its own goal; its opening steps (``intros; qc.``) may fit this one
+        found += [(p, c * 0.5) for t, c in learned[:4] if (p := chain_opening(t))]
         if self.suggest is not None:
             found += await self.suggest(session, goal_text, steps)
         found += [(c, 0.0) for c in CLOSERS]
@@ -197,7 +214,20 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
-        found += [(u, 0.0) for u in unfold_candidates(goal_text)]
+        unfolds = unfold_candidates(goal_text)
+        plain = await plain_goal(session) if lemmas is not None else None
+        if plain is not None:
+            # the constants hidden behind notations (``x <= y`` is ``Qcle x y``)
+            for name in plain.constants:
+                if len(unfolds) >= MAX_UNFOLDS:
+                    break
+                if name not in GENERIC and f"unfold {name}." not in unfolds:
+                    unfolds.append(f"unfold {name}.")
+        found += [(u, 0.0) for u in unfolds]
+        if plain is not None and lemmas is not None:
+            found += [
+                (t, 0.0) for t in premise_tactics(plain, await lemmas.premises(session, plain))
+            ]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
                 found += [
@@ -209,7 +239,7 @@ class SearchStrategy:
         unique: dict[str, float] = {}
         for tactic, score in found:
             unique.setdefault(tactic, score)
-        return list(unique.items())[: self.per_node + 20]
+        return list(unique.items())[: self.per_node + PER_NODE_EXTRA]
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         del goal
@@ -220,9 +250,10 @@ class SearchStrategy:
         )
         index = await index_for(session)
         lia = await lia_tactic(session)
+        lemmas = LemmaSearch()
 
         async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
-            return await self._candidates(session, goal_text, index, lia, steps)
+            return await self._candidates(session, goal_text, index, lia, steps, lemmas)
 
         found = await best_first(
             CoqStates(session),
@@ -232,7 +263,7 @@ class SearchStrategy:
             # the budget counts from the start of the attempt (index and lia included)
             cpu_seconds=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
             tactic_seconds=max(1.0, budget.tactic_seconds),
-            per_node=self.per_node + 20,
+            per_node=self.per_node + PER_NODE_EXTRA,
         )
         script: Sequence[str] = ()
         if found.end is SearchEnd.FOUND:

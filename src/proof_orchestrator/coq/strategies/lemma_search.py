@@ -1,0 +1,217 @@
+"""Premises found by Coq's own ``Search``, over the constants of the goal as Coq sees them.
+
+Goals are displayed with notations (``0 + x == x``), so a ranking over the
+identifiers of the displayed text sees only ``x``. Printed without notations
+the same goal is ``Qeq (Qplus 0 x) x``: its constants are what a lemma about
+it must mention. :func:`plain_goal` asks the session for that form (the
+option is unset just for the query), and :class:`LemmaSearch` runs
+``Search Qeq Qplus.`` in the session, so what comes back is exactly what is
+in scope at the hole, whatever the notations and modules (position-faithful:
+nothing declared after the hole exists yet). The lemmas are ranked by how
+well their conclusion's constants match the goal's, and the best few become
+``apply``/``rewrite`` candidates in the search.
+
+A ``Search`` costs tens of milliseconds in a file that loads the reals, so
+results are cached per conclusion and the number of searches per attempt is
+capped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ...errors import OrchError
+from ..session import CoqSession
+from ..syntax import split_top_level
+
+__all__ = [
+    "GENERIC",
+    "LemmaSearch",
+    "PlainGoal",
+    "conclusion",
+    "constants",
+    "plain_goal",
+    "premise_tactics",
+    "search_entries",
+]
+
+_IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
+_BINDER = re.compile(r"\b(?:forall|exists|fun)\s+([^,]*?)\s*(?:,|=>)")
+_KEYWORDS = frozenset(
+    [
+        "forall",
+        "exists",
+        "fun",
+        "match",
+        "with",
+        "end",
+        "as",
+        "in",
+        "return",
+        "let",
+        "if",
+        "then",
+        "else",
+        "fix",
+        "cofix",
+        "Prop",
+        "Set",
+        "Type",
+        "SProp",
+    ]
+)
+#: constants too common to narrow a ``Search`` (still used for ranking)
+GENERIC = frozenset(["eq", "iff", "and", "or", "not", "ex", "True", "False", "all"])
+_ENTRY = re.compile(r"^([A-Za-z_][\w'.]*):\s", re.M)
+_GOAL_SPLIT = re.compile(r"\n\s*goal \d+(?: \(ID \d+\))? is:\n")
+
+
+def conclusion(statement: str) -> str:
+    """What a statement concludes: past its ``forall`` binders and its premises."""
+    text = " ".join(statement.split())
+    for _ in range(20):
+        if text.startswith("forall "):
+            pieces = split_top_level(text, ",")
+            if len(pieces) < 2:
+                return text
+            text = ",".join(pieces[1:]).strip()
+            continue
+        pieces = split_top_level(text, "->")
+        if len(pieces) < 2:
+            return text
+        text = pieces[-1].strip()
+    return text
+
+
+def constants(text: str, local: frozenset[str] = frozenset()) -> list[str]:
+    """The constants ``text`` mentions, in order, without bound or local names."""
+    bound = set(local)
+    for binders in _BINDER.findall(text):
+        bound.update(re.findall(r"[A-Za-z_][\w']*", binders))
+    found: list[str] = []
+    for name in _IDENT.findall(text):
+        if name in bound or name in _KEYWORDS or name in found:
+            continue
+        found.append(name)
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class PlainGoal:
+    """The first goal printed without notations."""
+
+    hypotheses: frozenset[str]
+    conclusion: str
+
+    @property
+    def constants(self) -> list[str]:
+        return constants(self.conclusion, self.hypotheses)
+
+
+def parse_plain_goal(shown: str) -> PlainGoal | None:
+    first = _GOAL_SPLIT.split(shown.strip())[0]
+    lines = first.splitlines()
+    bar = next((i for i, line in enumerate(lines) if line.strip().startswith("====")), None)
+    if bar is None:
+        return None
+    names: set[str] = set()
+    for line in lines[:bar]:
+        if ":" in line and not line.startswith(" " * 4):
+            head = line.split(":", 1)[0]
+            names.update(n for n in re.split(r"[,\s]+", head.strip()) if n)
+    return PlainGoal(frozenset(names), " ".join(" ".join(lines[bar + 1 :]).split()))
+
+
+async def plain_goal(session: CoqSession) -> PlainGoal | None:
+    """The session's first goal, at its current state, printed without notations."""
+    try:
+        shown = await session.query("Show.", notations=False, timeout=10)
+    except OrchError:
+        return None
+    return parse_plain_goal(shown)
+
+
+def search_entries(output: str) -> list[tuple[str, str]]:
+    """``(name, statement)`` pairs of a ``Search`` output."""
+    starts = list(_ENTRY.finditer(output))
+    entries: list[tuple[str, str]] = []
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(output)
+        entries.append((match.group(1), " ".join(output[match.end() : end].split())))
+    return entries
+
+
+def _score(goal: list[str], statement: str) -> float:
+    """Jaccard overlap of the conclusions' constants, plus a bonus for the same head."""
+    theirs = constants(conclusion(statement))
+    if not theirs:
+        return 0.0
+    mine = set(goal)
+    overlap = len(mine & set(theirs)) / len(mine | set(theirs))
+    return overlap + (0.5 if goal and theirs[0] == goal[0] else 0.0)
+
+
+@dataclass
+class LemmaSearch:
+    """``Search`` in the session, cached per conclusion, at most ``max_searches`` per attempt."""
+
+    #: lemmas kept per goal
+    k: int = 4
+    max_searches: int = 12
+    #: constants a query requires, at most
+    terms: int = 3
+    searches: int = 0
+    _cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    async def premises(self, session: CoqSession, goal: PlainGoal) -> list[tuple[str, str]]:
+        """The ``k`` best lemmas in scope for ``goal``, with their statements.
+
+        The lemma under proof is left out (in ``orch eval`` an earlier copy of it
+        may be visible under the same name), and so are the goal's hypotheses.
+        """
+        cached = self._cache.get(goal.conclusion)
+        if cached is not None:
+            return cached
+        mentioned = goal.constants
+        narrowing = [c for c in mentioned if c not in GENERIC][: self.terms]
+        entries: list[tuple[str, str]] = []
+        while narrowing and self.searches < self.max_searches:
+            self.searches += 1
+            try:
+                output = await session.query(
+                    f"Search {' '.join(narrowing)}.", notations=False, timeout=10
+                )
+            except OrchError:
+                break
+            entries = [
+                (name, statement)
+                for name, statement in search_entries(output)
+                if name != session.goal.name and name not in goal.hypotheses
+            ]
+            if entries:
+                break
+            narrowing = narrowing[:-1]
+        ranked = sorted(entries, key=lambda e: (-_score(mentioned, e[1]), len(e[1])))
+        best = ranked[: self.k]
+        self._cache[goal.conclusion] = best
+        return best
+
+
+def premise_tactics(goal: PlainGoal, premises: list[tuple[str, str]]) -> list[str]:
+    """``apply L`` for each premise; ``rewrite`` both ways where it concludes an equation.
+
+    An equation here is ``eq``/``iff`` or the goal's own relation (``Qeq`` on a
+    ``Qeq`` goal: a setoid rewrite).
+    """
+    relations = {"eq", "iff"}
+    mentioned = goal.constants
+    if mentioned:
+        relations.add(mentioned[0])
+    tactics: list[str] = []
+    for name, statement in premises:
+        tactics.append(f"apply {name}.")
+        head = constants(conclusion(statement))[:1]
+        if head and head[0] in relations:
+            tactics += [f"rewrite {name}.", f"rewrite <- {name}."]
+    return tactics
