@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from proof_orchestrator.coq.holes import declared_axioms, scan_coq_file, scan_coq_text
+from proof_orchestrator.coq.holes import (
+    declared_axioms,
+    functor_parameters,
+    is_parameter,
+    module_parameters,
+    scan_coq_file,
+    scan_coq_text,
+)
 from proof_orchestrator.goals import HoleKind
 
 TEXT = """\
@@ -70,3 +77,22 @@ def test_declared_axioms() -> None:
         "p",
         "q",
     }
+
+
+def test_functor_parameters_are_known_for_each_lemma_in_their_scope() -> None:
+    text = (
+        "Module Make (O : OrderedType) (P Q : T) <: S.\n"
+        "  Lemma a : True. Proof. exact I. Qed.\n"
+        "End Make.\n"
+        "Module Type Sig.\n  Declare Module N : NAxiomsSig.\n"
+        "  Lemma b : True. Proof. exact I. Qed.\nEnd Sig.\n"
+        "Lemma c : True. Proof. exact I. Qed.\n"
+    )
+    assert module_parameters("Module Import M (Import X : T).") == ["X"]
+    assert functor_parameters(text) == {
+        "Make.a": frozenset({"O", "P", "Q"}),
+        "Sig.b": frozenset({"N"}),
+    }
+    assert is_parameter("O.lt_trans", frozenset({"O"}))
+    assert not is_parameter("Classical_Prop.classic", frozenset({"O"}))
+    assert not is_parameter("O", frozenset({"O"}))

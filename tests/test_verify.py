@@ -130,3 +130,46 @@ async def test_a_hole_used_by_a_finished_proof_is_not_trusted(
     path = write_v("T.v", original)
     body = "pose proof helper as h; exact NNPP."
     assert await _verify_target(path, original, body) is Verdict.NEW_ASSUMPTIONS
+
+
+FUNCTOR = """\
+Require Import Coq.Structures.OrderedType.
+Module Make (O : OrderedType).
+  Lemma helper : forall x y z, O.lt x y -> O.lt y z -> O.lt x z.
+  Admitted.
+  Lemma target : forall x y z, O.lt x y -> O.lt y z -> O.lt x z.
+  Admitted.
+End Make.
+"""
+
+
+def _functor_patched(body: str) -> str:
+    return FUNCTOR.replace(
+        "O.lt x z.\n  Admitted.\nEnd Make.", f"O.lt x z.\n  Proof. {body} Qed.\nEnd Make."
+    )
+
+
+async def test_inside_a_functor_the_parameters_are_not_new_axioms(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """Print Assumptions cannot name a functor's lemma from outside; it is audited in place,
+    and what it uses of the parameter ``O`` is the functor's hypothesis, not an axiom."""
+    path = write_v("F.v", FUNCTOR)
+    patched = _functor_patched("intros; eapply O.lt_trans; eauto.")
+    assert await _verify(path, patched, FUNCTOR) is Verdict.ACCEPTED
+
+
+async def test_inside_a_functor_another_hole_is_still_refused_and_named(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    path = write_v("F.v", FUNCTOR)
+    patched = _functor_patched("exact helper.")
+    goal = next(h.goal for h in scan_coq_text(path, FUNCTOR) if h.goal.name == "target")
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(path, FUNCTOR, patched, [goal], declared_axioms(FUNCTOR))
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.NEW_ASSUMPTIONS
+    # named as the outside audit names holes, so the dependency retry can wait on it
+    assert result.new_assumptions == ("Make.target: F.Make.helper",)

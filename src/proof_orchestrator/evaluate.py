@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import multiprocessing
 import random
@@ -69,7 +70,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Settings
-from .coq.holes import CoqHole, declared_axioms, qed_proofs
+from .coq.holes import CoqHole, declared_axioms, functor_parameters, is_parameter, qed_proofs
 from .coq.project import project_for
 from .coq.script import check_script
 from .coq.session import CoqProver, CoqSession, CoqSettings, PrefixError
@@ -484,6 +485,8 @@ async def _checked(
         return False, f"rejected: {exc}", ()
     ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
     extra = _new_axioms(assumptions, audit.declared) if ok else ["(Qed failed)"]
+    # inside a functor, what the proof uses of its parameters (``O.lt_trans``)
+    extra = [name for name in extra if not is_parameter(name, audit.parameters)]
     if ok and extra:
         trusted = await audit.trust.before(session, audit.index)
         extra = [name for name in extra if name not in trusted]
@@ -499,6 +502,8 @@ class _Audit:
     trust: TrustBase
     #: the goal's place among the file's ``Qed`` proofs
     index: int
+    #: the parameters of the functors the goal is in (see :func:`.coq.holes.functor_parameters`)
+    parameters: frozenset[str] = frozenset()
 
 
 async def _goal(
@@ -513,7 +518,12 @@ async def _goal(
     index: int,
 ) -> GoalRow:
     row = GoalRow(str(path), hole.goal.name, order)
-    audit = _Audit(declared_axioms(text[: hole.statement_start]), trust, index)
+    audit = _Audit(
+        declared_axioms(text[: hole.statement_start]),
+        trust,
+        index,
+        _functor_parameters(text).get(hole.goal.qualified_name, frozenset()),
+    )
     prefix = _prefix(prover, text, hole)
     for arm in order:
         began = time.monotonic()
@@ -550,6 +560,11 @@ async def _goal(
             solved, cpu, time.monotonic() - began, strategy if solved else "", script, note
         )
     return row
+
+
+@functools.lru_cache(maxsize=8)
+def _functor_parameters(text: str) -> dict[str, frozenset[str]]:
+    return functor_parameters(text)
 
 
 def _axioms(output: str) -> list[str]:

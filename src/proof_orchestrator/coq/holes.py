@@ -25,7 +25,10 @@ __all__ = [
     "DeclaredProof",
     "admit_proofs",
     "declared_axioms",
+    "functor_parameters",
+    "is_parameter",
     "iter_proofs",
+    "module_parameters",
     "qed_proofs",
     "scan_coq_file",
     "scan_coq_text",
@@ -61,6 +64,8 @@ class DeclaredProof:
     ending: str
     scope: tuple[tuple[str, str], ...]
     context: tuple[str, ...]
+    #: parameters of the functors (and ``Declare Module``s of module types) in scope
+    parameters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,8 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
     scope: list[tuple[str, str]] = []
     context: list[str] = []
     section_binders: list[list[str]] = []
+    #: per scope level, the module parameters it binds
+    parameters: list[list[str]] = []
     i = 0
     n = len(sentences)
     while i < n:
@@ -132,6 +139,7 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
                 ending=ending,
                 scope=tuple(scope),
                 context=(*context, *(f"{k}:{v}" for k, v in scope), *binders),
+                parameters=tuple(p for level in parameters for p in level),
             )
             i = j + 1
             continue
@@ -139,19 +147,68 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
         if keyword == "Section" and len(words) >= 2:
             scope.append(("section", words[1]))
             section_binders.append([])
+            parameters.append([])
         elif keyword == "Module" and len(words) >= 2 and ":=" not in code:
             name_index = 2 if words[1] in ("Import", "Export", "Type") else 1
             if name_index < len(words):
                 scope.append(("module", words[name_index]))
                 section_binders.append([])
+                parameters.append(module_parameters(code))
+        elif keyword == "Declare" and words[1:2] == ["Module"] and parameters:
+            parameters[-1] += [w for w in words[2:3] if w not in ("Import", "Export")]
         elif keyword == "End" and len(words) >= 2 and scope and scope[-1][1] == words[1]:
             scope.pop()
             section_binders.pop()
+            parameters.pop()
         elif keyword in _SECTION_BINDERS and section_binders:
             section_binders[-1].append(code)
         elif keyword in _CONTEXT_KEYWORDS:
             context.append(code)
         i += 1
+
+
+def module_parameters(code: str) -> list[str]:
+    """The names a ``Module F (X : T) (Y Z : U) <: S.`` sentence binds: X, Y, Z."""
+    match = re.match(r"\s*Module\s+(?:(?:Import|Export|Type)\s+)?[A-Za-z_][\w']*", code)
+    if match is None:
+        return []
+    names: list[str] = []
+    rest = code[match.end() :]
+    while True:
+        rest = rest.lstrip()
+        if not rest.startswith("("):
+            return names
+        depth, end = 0, 0
+        while end < len(rest):
+            depth += {"(": 1, ")": -1}.get(rest[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        binder = rest[1:end].split(":", 1)[0]
+        names += [
+            n for n in re.findall(r"[A-Za-z_][\w']*", binder) if n not in ("Import", "Export")
+        ]
+        rest = rest[end + 1 :]
+
+
+def functor_parameters(text: str) -> dict[str, frozenset[str]]:
+    """For each lemma-like declaration (by qualified name), the module parameters in scope.
+
+    Inside ``Module Make (O : OrderedType)``, ``Print Assumptions`` lists what a
+    proof uses of ``O`` (``O.lt_trans``) as axioms. They are the functor's
+    hypotheses, shared by every proof in it, not axioms a proof adds.
+    """
+    found: dict[str, frozenset[str]] = {}
+    for proof in iter_proofs(split_sentences(text)):
+        if proof.parameters:
+            modules = [name for kind, name in proof.scope if kind == "module"]
+            found[".".join([*modules, proof.name])] = frozenset(proof.parameters)
+    return found
+
+
+def is_parameter(key: str, parameters: frozenset[str]) -> bool:
+    """Whether an assumption (``O.lt_trans``) belongs to one of the module parameters."""
+    return "." in key and " " not in key and key.split(".", 1)[0] in parameters
 
 
 def scan_coq_text(path: Path, text: str) -> list[CoqHole]:

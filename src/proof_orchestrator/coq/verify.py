@@ -37,7 +37,7 @@ from ..goals import Goal
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
 from .coqtop import CoqTop
-from .holes import qed_proofs, scan_coq_text
+from .holes import CoqHole, functor_parameters, is_parameter, qed_proofs, scan_coq_text
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
@@ -73,6 +73,21 @@ def parse_assumptions(output: str) -> frozenset[str]:
         else:
             keys.add(f"{header} {line.strip()}")
     return frozenset(key.removeprefix(f"{_LOGICAL_ROOT}.") for key in keys)
+
+
+def _admitted(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
+    return [(hole, ()) for hole in scan_coq_text(path, text)]
+
+
+def _from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: str) -> str:
+    """An in-place key as the outside audit names it: ``bar`` in ``Make`` is ``stem.Make.bar``.
+
+    Inside the functor, a lemma of the same functor is printed by its short
+    name; the holes it stands for are known by their qualified names.
+    """
+    scope = name.rsplit(".", 1)[0] if "." in name else ""
+    qualified = f"{scope}.{key}" if scope else key
+    return f"{stem}.{qualified}" if qualified in lemmas else key
 
 
 @dataclass(slots=True)
@@ -158,6 +173,44 @@ class CoqVerifier:
             self.cpu_seconds += top.cpu_seconds()
         return result
 
+    async def _assumptions_in_place(
+        self, path: Path, text: str, names: Sequence[str]
+    ) -> dict[str, frozenset[str]]:
+        """``Print Assumptions`` run inside the file, right after each lemma's proof.
+
+        For lemmas that cannot be named from outside: those in a functor's body
+        (``Module Make (O : OrderedType)``) exist only for each application of
+        the functor. A copy of ``text`` gets ``Redirect "…" Print Assumptions
+        name.`` after each proof and is compiled; each output goes to its own
+        file.
+        """
+        ends = {
+            hole.goal.qualified_name: (hole.goal.name, hole.proof_end)
+            for hole, _ in [*qed_proofs(path, text), *_admitted(path, text)]
+        }
+        result = {name: frozenset({f"<missing {name}: not in the file>"}) for name in names}
+        with tempfile.TemporaryDirectory(prefix="orch-audit-") as scratch:
+            inserts = sorted(
+                ((ends[name][1], index, name) for index, name in enumerate(names) if name in ends),
+                reverse=True,
+            )
+            audited = text
+            for end, index, name in inserts:
+                out = Path(scratch) / f"audit-{index}"
+                audited = (
+                    f'{audited[:end]}\nRedirect "{out}" Print Assumptions {ends[name][0]}.\n'
+                    f"{audited[end:]}"
+                )
+            build = await self._build(path, audited)
+            for _, index, name in inserts:
+                out = Path(scratch) / f"audit-{index}.out"
+                if build.ok and out.exists():
+                    keys = parse_assumptions(out.read_text(encoding="utf-8"))
+                    result[name] = frozenset(
+                        _from_outside(key, name, ends, path.stem) for key in keys
+                    )
+        return result
+
     async def trust_base(self, path: Path, original: str, base_build: _Build) -> frozenset[str]:
         """The library axioms the original file's finished proofs rest on (see the module)."""
         cached = self._trust.get(base_build.directory)
@@ -203,6 +256,11 @@ class CoqVerifier:
         names = [goal.qualified_name for goal in goals]
         after = await self._assumptions(path, build, names)
         before = await self._assumptions(path, base_build, names)
+        hidden = [name for name in names if any(k.startswith("<missing") for k in after[name])]
+        if hidden:  # inside functors: audit them in place
+            after |= await self._assumptions_in_place(path, patched, hidden)
+            before |= await self._assumptions_in_place(path, original, hidden)
+        parameters = functor_parameters(patched)
         trusted = await self.trust_base(path, original, base_build)
         stem = path.stem
         offending: list[str] = []
@@ -211,7 +269,7 @@ class CoqVerifier:
             own = f"{stem}.{name}"
             allowed = (set(before[name]) | trusted) - {own, name}
             for key in after[name]:
-                if key in allowed:
+                if key in allowed or is_parameter(key, parameters.get(name, frozenset())):
                     continue
                 local = key.startswith(f"{stem}.") and " " not in key
                 if local and key.rsplit(".", 1)[-1] in declared_axioms and key != own:
