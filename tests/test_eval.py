@@ -158,6 +158,8 @@ async def test_a_seeded_sample_keeps_file_order_and_repeats(tmp_path: Path) -> N
 
 TRUSTING = """\
 Require Import Classical.
+Lemma excluded_middle_irrefutable : forall P : Prop, ~ ~ (P \\/ ~ P).
+Proof. intros P H. apply H. right. intro p. apply H. left. exact p. Qed.
 Lemma first_nnpp : forall P : Prop, ~ ~ P -> P.
 Proof. exact NNPP. Qed.
 Lemma uses_classic : forall P : Prop, P \\/ ~ P.
@@ -167,12 +169,22 @@ Proof. exact NNPP. Qed.
 """
 
 
-@pytest.mark.parametrize(("index", "accepted"), [(0, False), (2, True)])
-async def test_the_eval_audit_trusts_only_the_axioms_of_earlier_proofs(
-    tmp_path: Path, index: int, accepted: bool
+@pytest.mark.parametrize(
+    ("index", "script", "accepted"),
+    [
+        # no earlier proof uses `classic`, and the original proof does not either
+        (0, "intros P H. apply H. apply classic.", False),
+        # no earlier proof uses it, but this lemma's own original proof does
+        (1, "exact NNPP.", True),
+        # `uses_classic` is earlier: trusted
+        (3, "intros P H. destruct (classic P); tauto.", True),
+    ],
+)
+async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_proof(
+    tmp_path: Path, index: int, script: str, accepted: bool
 ) -> None:
-    """As `orch fill`'s audit, position-faithful: at the first proof no earlier proof used
-    `classic`, so a proof that needs it is refused; after `uses_classic` it is trusted."""
+    """Position-faithful, as `orch fill`'s audit: the axioms of the earlier proofs are
+    trusted, and so are those the goal's own original proof rests on."""
     from proof_orchestrator.coq.holes import declared_axioms, qed_proofs
     from proof_orchestrator.coq.session import CoqProver
     from proof_orchestrator.evaluate import TrustBase, _Audit, _checked
@@ -180,20 +192,20 @@ async def test_the_eval_audit_trusts_only_the_axioms_of_earlier_proofs(
     from proof_orchestrator.strategies.base import StrategyResult
 
     path = tmp_path / "T.v"
-    text = TRUSTING.replace(
-        "Lemma no_axiom : True.", "Lemma no_axiom : forall P : Prop, ~ ~ P -> P."
-    )
-    path.write_text(text, encoding="utf-8")
-    proofs = qed_proofs(path, text)
+    path.write_text(TRUSTING, encoding="utf-8")
+    proofs = qed_proofs(path, TRUSTING)
     trust = TrustBase([hole.goal.qualified_name for hole, _ in proofs])
-    hole, _ = proofs[index]
-    audit = _Audit(declared_axioms(text[: hole.statement_start]), trust, index)
-    found = StrategyResult(Outcome.CANDIDATE, ("exact NNPP.",))
+    hole, original = proofs[index]
+    audit = _Audit(
+        declared_axioms(TRUSTING[: hole.statement_start]), trust, index, original=original
+    )
+    sentences = tuple(f"{s.strip().removesuffix('.')}." for s in script.split(". "))
+    found = StrategyResult(Outcome.CANDIDATE, sentences)
     prover = CoqProver(cwd=str(tmp_path))
     try:
-        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+        async with prover.session(hole.goal, TRUSTING, hole.prefix_end) as session:
             solved, note, _ = await _checked(session, found, hole, audit, Budget(10, 5, 5))
     finally:
         await prover.aclose()
-    assert solved is accepted
+    assert solved is accepted, note
     assert accepted or "classic" in note

@@ -452,9 +452,9 @@ async def _evaluate_file(
         trust = TrustBase([proved.goal.qualified_name for proved, _ in proofs])
         try:
             for index, order in picks:
-                hole, _ = proofs[index]
+                hole, original = proofs[index]
                 row = await _goal(
-                    prover, portfolio, path, text, hole, order, per_goal, trust, index
+                    prover, portfolio, path, text, (hole, original), order, per_goal, trust, index
                 )
                 rows.append(row)
                 finished(row)
@@ -490,6 +490,9 @@ async def _checked(
     if ok and extra:
         trusted = await audit.trust.before(session, audit.index)
         extra = [name for name in extra if name not in trusted]
+    if ok and extra:
+        own = await audit.original_axioms(session, hole.goal.name, budget.tactic_seconds + 5)
+        extra = [name for name in extra if name not in own]
     solved = ok and not extra
     return solved, "" if solved else "rejected: " + ", ".join(extra), script
 
@@ -504,6 +507,23 @@ class _Audit:
     index: int
     #: the parameters of the functors the goal is in (see :func:`.coq.holes.functor_parameters`)
     parameters: frozenset[str] = frozenset()
+    #: the goal's original proof (its sentences, opener and ``Qed`` excluded)
+    original: tuple[str, ...] = ()
+    _own: frozenset[str] | None = None
+
+    async def original_axioms(
+        self, session: CoqSession, name: str, timeout: float
+    ) -> frozenset[str]:
+        """The axioms the goal's original proof rests on, replayed once in ``session``.
+
+        A re-proof may use what the library's author accepted for this very
+        statement: the first lemma of a file about the reals rests on the reals'
+        axioms, though no earlier proof in the file is there to trust them.
+        """
+        if self._own is None:
+            ok, output = await session.qed_check(self.original, name, timeout)
+            self._own = frozenset(_axioms(output)) if ok else frozenset()
+        return self._own
 
 
 async def _goal(
@@ -511,18 +531,20 @@ async def _goal(
     portfolio: FillPortfolio,
     path: Path,
     text: str,
-    hole: CoqHole,
+    proof: tuple[CoqHole, tuple[str, ...]],
     order: list[str],
     budget: Budget,
     trust: TrustBase,
     index: int,
 ) -> GoalRow:
+    hole, original = proof
     row = GoalRow(str(path), hole.goal.name, order)
     audit = _Audit(
         declared_axioms(text[: hole.statement_start]),
         trust,
         index,
         _functor_parameters(text).get(hole.goal.qualified_name, frozenset()),
+        original,
     )
     prefix = _prefix(prover, text, hole)
     for arm in order:

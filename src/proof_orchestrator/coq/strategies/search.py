@@ -52,6 +52,7 @@ __all__ = [
     "Suggest",
     "bulletize",
     "chain_opening",
+    "local_tactics",
     "unfold_candidates",
 ]
 
@@ -135,6 +136,26 @@ def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
     return [f"unfold {name}." for name in found]
 
 
+#: the file's own argument-free tactics offered at a node, at most (the latest defined)
+MAX_LOCAL_TACTICS = 3
+_LTAC = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:Local\s+)?Ltac\s+([A-Za-z_][\w']*)\s*:=")
+
+
+def local_tactics(prefix: Sequence[str], limit: int = MAX_LOCAL_TACTICS) -> list[str]:
+    """``t.`` and ``intros; t.`` for the last argument-free ``Ltac t := ...`` the file defines.
+
+    A file's own tactic (``Ltac qc := ...`` in ``Qcanon.v``, ``Ltac ring_Rsqr :=
+    unfold Rsqr; ring.`` in ``R_sqr.v``) is usually the first step of the proofs
+    that follow it, before the k-NN model has seen it used.
+    """
+    names: list[str] = []
+    for code in prefix:
+        match = _LTAC.match(code)
+        if match:
+            names = [n for n in names if n != match.group(1)] + [match.group(1)]
+    return [t for name in reversed(names[-limit:]) for t in (f"{name}.", f"intros; {name}.")]
+
+
 def chain_opening(tactic: str) -> str | None:
     """``t1; t2.`` for a tactic ``t1; t2; t3.``; None if it is not a chain."""
     parts = split_top_level(tactic.strip().removesuffix("."), ";")
@@ -214,6 +235,7 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
+        found += [(t, 0.0) for t in local_tactics(session.prefix)]
         unfolds = unfold_candidates(goal_text)
         plain = await plain_goal(session) if lemmas is not None else None
         if plain is not None:
