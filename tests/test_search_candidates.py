@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proof_orchestrator.coq.strategies.search import unfold_candidates
+from proof_orchestrator.coq.strategies.search import local_tactics, unfold_candidates
 
 
 def test_the_conclusions_constants_are_offered_not_the_local_names() -> None:
@@ -21,3 +21,14 @@ def test_at_most_the_limit() -> None:
     goal = "============================\na1 (a2 (a3 (a4 x)))"
     assert len(unfold_candidates(goal)) == 3
     assert unfold_candidates(goal, limit=1) == ["unfold a1."]
+
+
+def test_the_files_own_argument_free_tactics_are_offered_latest_first() -> None:
+    prefix = [
+        "Ltac qc := match goal with | _ => idtac end.",
+        "Ltac with_arg x := destruct x.",
+        "Local Ltac ring_Rsqr := unfold Rsqr; ring.",
+        "Lemma l : True.",
+    ]
+    assert local_tactics(prefix) == ["ring_Rsqr.", "intros; ring_Rsqr.", "qc.", "intros; qc."]
+    assert local_tactics(prefix, limit=1) == ["ring_Rsqr.", "intros; ring_Rsqr."]
