@@ -12,6 +12,7 @@ from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.lemma_search import (
     LemmaSearch,
     PlainGoal,
+    bound_names,
     conclusion,
     constants,
     parse_plain_goal,
@@ -27,6 +28,11 @@ def test_a_conclusion_is_what_follows_the_binders_and_the_premises() -> None:
     assert conclusion("forall x y : Q, Qle x y -> Qle y x -> Qeq x y") == "Qeq x y"
     assert conclusion("forall f : nat -> nat, (forall n, f n = n) -> f 0 = 0") == "f 0 = 0"
     assert conclusion("Qeq (Qplus 0 x) x") == "Qeq (Qplus 0 x) x"
+
+
+def test_binders_with_and_without_parentheses_bind_names_not_types() -> None:
+    assert bound_names("forall x y : Q, Qle x y") == {"x", "y"}
+    assert bound_names("forall (p q : Q) (_ : Qle p q), Qle q p") == {"p", "q", "_"}
 
 
 def test_constants_leave_out_bound_and_local_names() -> None:
@@ -58,7 +64,9 @@ def test_a_shown_goal_gives_its_hypotheses_and_conclusion() -> None:
         "  Qle (Qplus x 0)\n    y\n\ngoal 2 is:\n  True\n"
     )
     goal = parse_plain_goal(shown)
-    assert goal == PlainGoal(frozenset({"x", "y", "H"}), "Qle (Qplus x 0) y")
+    assert goal == PlainGoal(
+        frozenset({"x", "y", "H"}), "Qle (Qplus x 0) y", frozenset({"Q", "Qle"})
+    )
     assert goal.constants == ["Qle", "Qplus"]
 
 

@@ -63,6 +63,9 @@ _KEYWORDS = frozenset(
 )
 #: constants too common to narrow a ``Search`` (still used for ranking)
 GENERIC = frozenset(["eq", "iff", "and", "or", "not", "ex", "True", "False", "all"])
+#: relations ``rewrite`` can use: ``eq``, ``iff`` and, by their names, setoid equalities
+#: (``Qeq``, ``meq``, ``Equal``, ``equiv``)
+_EQUATION = re.compile(r"^(?:eq|iff)$|eq$|Eq$|^Equal|equiv|Equiv")
 _ENTRY = re.compile(r"^([A-Za-z_][\w'.]*):\s", re.M)
 _GOAL_SPLIT = re.compile(r"\n\s*goal \d+(?: \(ID \d+\))? is:\n")
 
@@ -84,11 +87,23 @@ def conclusion(statement: str) -> str:
     return text
 
 
+def bound_names(text: str) -> set[str]:
+    """The names bound by ``forall``/``exists``/``fun`` in ``text``.
+
+    ``forall x y : Q,`` binds x and y; ``forall (p q : Q) (_ : Qle p q),`` binds
+    p and q (not ``Q``, not ``Qle``).
+    """
+    bound: set[str] = set()
+    for binders in _BINDER.findall(text):
+        groups = re.findall(r"\(([^()]*?):", binders) if "(" in binders else [binders]
+        for group in groups:
+            bound.update(re.findall(r"[A-Za-z_][\w']*", group.split(":", 1)[0]))
+    return bound
+
+
 def constants(text: str, local: frozenset[str] = frozenset()) -> list[str]:
     """The constants ``text`` mentions, in order, without bound or local names."""
-    bound = set(local)
-    for binders in _BINDER.findall(text):
-        bound.update(re.findall(r"[A-Za-z_][\w']*", binders))
+    bound = set(local) | bound_names(text)
     found: list[str] = []
     for name in _IDENT.findall(text):
         if name in bound or name in _KEYWORDS or name in found:
@@ -103,6 +118,8 @@ class PlainGoal:
 
     hypotheses: frozenset[str]
     conclusion: str
+    #: the constants the hypotheses' types mention
+    context: frozenset[str] = frozenset()
 
     @property
     def constants(self) -> list[str]:
@@ -116,11 +133,16 @@ def parse_plain_goal(shown: str) -> PlainGoal | None:
     if bar is None:
         return None
     names: set[str] = set()
+    types: list[str] = []
     for line in lines[:bar]:
         if ":" in line and not line.startswith(" " * 4):
-            head = line.split(":", 1)[0]
+            head, kind = line.split(":", 1)
             names.update(n for n in re.split(r"[,\s]+", head.strip()) if n)
-    return PlainGoal(frozenset(names), " ".join(" ".join(lines[bar + 1 :]).split()))
+            types.append(kind)
+        elif types:
+            types[-1] += " " + line
+    context = frozenset(c for kind in types for c in constants(kind, frozenset(names)))
+    return PlainGoal(frozenset(names), " ".join(" ".join(lines[bar + 1 :]).split()), context)
 
 
 async def plain_goal(session: CoqSession) -> PlainGoal | None:
@@ -142,14 +164,24 @@ def search_entries(output: str) -> list[tuple[str, str]]:
     return entries
 
 
-def _score(goal: list[str], statement: str) -> float:
-    """Jaccard overlap of the conclusions' constants, plus a bonus for the same head."""
-    theirs = constants(conclusion(statement))
+def _score(goal: PlainGoal, statement: str) -> float:
+    """How well a lemma fits: Jaccard overlap of the conclusions' constants, a bonus
+    for the same head, and a smaller one for premises that the hypotheses can meet."""
+    mentioned = goal.constants
+    variables = frozenset(bound_names(statement))
+    end = conclusion(statement)
+    theirs = constants(end, variables)
     if not theirs:
         return 0.0
-    mine = set(goal)
+    mine = set(mentioned)
     overlap = len(mine & set(theirs)) / len(mine | set(theirs))
-    return overlap + (0.5 if goal and theirs[0] == goal[0] else 0.0)
+    score = overlap + (0.5 if mentioned and theirs[0] == mentioned[0] else 0.0)
+    hypotheses = re.findall(r"\(_ :([^()]*(?:\([^()]*\)[^()]*)*)\)", statement)
+    needed = {c for h in hypotheses for c in constants(h, variables)}
+    if needed:
+        met = len(needed & (goal.context | mine)) / len(needed)
+        score += 0.25 * met - 0.25 * (1 - met)
+    return score
 
 
 @dataclass
@@ -157,7 +189,7 @@ class LemmaSearch:
     """``Search`` in the session, cached per conclusion, at most ``max_searches`` per attempt."""
 
     #: lemmas kept per goal
-    k: int = 4
+    k: int = 5
     max_searches: int = 12
     #: constants a query requires, at most
     terms: int = 3
@@ -192,7 +224,7 @@ class LemmaSearch:
             if entries:
                 break
             narrowing = narrowing[:-1]
-        ranked = sorted(entries, key=lambda e: (-_score(mentioned, e[1]), len(e[1])))
+        ranked = sorted(entries, key=lambda e: (-_score(goal, e[1]), len(e[1])))
         best = ranked[: self.k]
         self._cache[goal.conclusion] = best
         return best
@@ -201,17 +233,16 @@ class LemmaSearch:
 def premise_tactics(goal: PlainGoal, premises: list[tuple[str, str]]) -> list[str]:
     """``apply L`` for each premise; ``rewrite`` both ways where it concludes an equation.
 
-    An equation here is ``eq``/``iff`` or the goal's own relation (``Qeq`` on a
-    ``Qeq`` goal: a setoid rewrite).
+    An equation here is ``eq``/``iff`` or, by its name, a setoid equality
+    (``Qeq``, ``meq``, ``Equal``).
     """
-    relations = {"eq", "iff"}
-    mentioned = goal.constants
-    if mentioned:
-        relations.add(mentioned[0])
     tactics: list[str] = []
     for name, statement in premises:
         tactics.append(f"apply {name}.")
+        if "(_ :" in statement or split_top_level(" ".join(statement.split()), "->")[1:]:
+            # a lemma with premises (``Qle_trans``): its instances and premises from the context
+            tactics.append(f"eapply {name}; eauto.")
         head = constants(conclusion(statement))[:1]
-        if head and head[0] in relations:
+        if head and _EQUATION.search(head[0]):
             tactics += [f"rewrite {name}.", f"rewrite <- {name}."]
     return tactics
