@@ -7,10 +7,15 @@ supplies Coq's candidates and the readable script.
 
 A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
-(:mod:`.knn`), the premises that rank best against the goal (:mod:`.retrieval`:
-``rewrite L``, ``apply L``), a few closing tactics, structural steps
-(``intros``, ``simpl``, ``split``, ``constructor``), and ``unfold`` of the
-constants the goal's conclusion mentions (:func:`unfold_candidates`). Each candidate is run from
+(:mod:`.knn`) and the opening steps of the chains it suggests
+(:func:`chain_opening`), a few closing tactics, structural steps
+(``intros``, ``simpl``, ``split``, ``constructor``), the file's own
+argument-free tactics (:func:`local_tactics`), ``unfold`` of the constants
+the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
+its notations), the lemmas Coq's ``Search`` finds for the goal printed
+without notations (:mod:`.lemma_search`: ``apply``, ``eapply …; eauto``,
+``rewrite``), and the premises that BM25 ranks best against the goal
+(:mod:`.retrieval`). Each candidate is run from
 the state in the session (which goes back to any earlier state). States are
 scored by cost so far (depth, open goals) minus the model's confidence in the
 tactic that led there, and identical states (same goals) are merged. The CPU
