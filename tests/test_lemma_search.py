@@ -58,6 +58,15 @@ def test_a_search_output_gives_each_lemma_and_its_whole_statement() -> None:
     ]
 
 
+def test_an_error_is_no_entry() -> None:
+    assert (
+        search_entries(
+            "Toplevel input, characters 7-11:\nError: The reference Qplus was not found."
+        )
+        == []
+    )
+
+
 def test_a_shown_goal_gives_its_hypotheses_and_conclusion() -> None:
     shown = (
         "2 goals\n  \n  x, y : Q\n  H : Qle x y\n  ============================\n"

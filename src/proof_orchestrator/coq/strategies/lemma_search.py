@@ -156,7 +156,9 @@ async def plain_goal(session: CoqSession) -> PlainGoal | None:
 
 def search_entries(output: str) -> list[tuple[str, str]]:
     """``(name, statement)`` pairs of a ``Search`` output."""
-    starts = list(_ENTRY.finditer(output))
+    if re.search(r"^Error:", output, re.M):
+        return []  # a constant Search does not know: no entries, not an entry "Error"
+    starts = [m for m in _ENTRY.finditer(output) if m.group(1) not in ("Warning", "Info")]
     entries: list[tuple[str, str]] = []
     for index, match in enumerate(starts):
         end = starts[index + 1].start() if index + 1 < len(starts) else len(output)
