@@ -114,12 +114,18 @@ def test_the_whole_machine_opens_every_slot_and_ignores_other_work() -> None:
 
 
 def test_governor_measures_its_own_busy_process() -> None:
+    """It sees the CPU this process burnt, however loaded the machine is.
+
+    (Burning for a span of wall time and asking for a high fraction failed on a
+    machine busy with other work: the process got 28 % of a core.)
+    """
     governor = CpuGovernor(0.5, max_slots=2, cpus=1)
-    deadline = time.monotonic() + 0.3
-    while time.monotonic() < deadline:
-        pass  # burn CPU in this process
+    start = time.process_time()
+    while time.process_time() - start < 0.3:
+        pass  # burn 0.3 CPU s in this process
     sample = governor.sample()
-    assert sample.fraction > 0.5
+    # with one CPU, the fraction over the window times the window is the CPU seen
+    assert sample.fraction * sample.t >= 0.25
 
 
 async def test_gate_holds_requests_while_the_bucket_is_empty() -> None:
