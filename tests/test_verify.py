@@ -173,3 +173,29 @@ async def test_inside_a_functor_another_hole_is_still_refused_and_named(
     assert result.verdict is Verdict.NEW_ASSUMPTIONS
     # named as the outside audit names holes, so the dependency retry can wait on it
     assert result.new_assumptions == ("Make.target: F.Make.helper",)
+
+
+SECTIONED_FUNCTOR = """\
+Require Import Coq.Structures.OrderedType.
+Module Make(O : OrderedType).
+  Section S.
+  Variables a b c : O.t.
+  Hypothesis ab : O.lt a b.
+  Hypothesis bc : O.lt b c.
+  Lemma target : O.lt a c.
+  Admitted.
+  End S.
+End Make.
+"""
+
+
+async def test_inside_a_functors_section_the_section_variables_are_not_new_axioms(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """`Module Make(O : …)` (no space) is still a functor; in place, `Print Assumptions`
+    lists the section's variables, which are the section's hypotheses."""
+    path = write_v("G.v", SECTIONED_FUNCTOR)
+    patched = SECTIONED_FUNCTOR.replace(
+        "O.lt a c.\n  Admitted.", "O.lt a c.\n  Proof. eapply O.lt_trans; eauto. Qed."
+    )
+    assert await _verify(path, patched, SECTIONED_FUNCTOR) is Verdict.ACCEPTED

@@ -150,8 +150,11 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
             parameters.append([])
         elif keyword == "Module" and len(words) >= 2 and ":=" not in code:
             name_index = 2 if words[1] in ("Import", "Export", "Type") else 1
-            if name_index < len(words):
-                scope.append(("module", words[name_index]))
+            named = (
+                re.match(r"[A-Za-z_][\w']*", words[name_index]) if name_index < len(words) else None
+            )
+            if named:  # ``Module Make(D:T).`` has no space before its parameter
+                scope.append(("module", named.group()))
                 section_binders.append([])
                 parameters.append(module_parameters(code))
         elif keyword == "Declare" and words[1:2] == ["Module"] and parameters:

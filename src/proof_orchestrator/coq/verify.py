@@ -79,6 +79,18 @@ def _admitted(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
     return [(hole, ()) for hole in scan_coq_text(path, text)]
 
 
+def _without_section_variables(output: str) -> str:
+    """``Print Assumptions`` output without its ``Section Variables:`` block."""
+    kept: list[str] = []
+    skipping = False
+    for line in output.splitlines():
+        if _HEADER.match(line):
+            skipping = line.strip() == "Section Variables:"
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: str) -> str:
     """An in-place key as the outside audit names it: ``bar`` in ``Make`` is ``stem.Make.bar``.
 
@@ -205,7 +217,11 @@ class CoqVerifier:
             for _, index, name in inserts:
                 out = Path(scratch) / f"audit-{index}.out"
                 if build.ok and out.exists():
-                    keys = parse_assumptions(out.read_text(encoding="utf-8"))
+                    # in place, inside a section, the section's variables are listed too:
+                    # hypotheses of the section, not axioms (closing the section
+                    # generalizes the lemma over those it uses, and the whole file
+                    # must still compile with that)
+                    keys = parse_assumptions(_without_section_variables(out.read_text("utf-8")))
                     result[name] = frozenset(
                         _from_outside(key, name, ends, path.stem) for key in keys
                     )
