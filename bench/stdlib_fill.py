@@ -15,6 +15,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from proof_orchestrator.coq.holes import admit_proofs
 
@@ -76,6 +77,26 @@ def _reap_others(keep: int | None) -> int:
     return left
 
 
+def _tally(fill: dict[str, Any]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Outcomes and winning strategies of the scored holes, and the unscored holes per copy.
+
+    A copy that does not compile has its holes reported as ``error`` by ``orch
+    fill`` ("file does not compile"): they are counted apart, not as prover errors.
+    """
+    outcomes: dict[str, int] = {}
+    strategies: dict[str, int] = {}
+    unscored: dict[str, int] = {}
+    for file in fill.get("files", []):
+        if file.get("status") == "does_not_compile":
+            unscored[Path(file["path"]).name] = len(file["goals"])
+            continue
+        for goal in file["goals"]:
+            outcomes[goal["outcome"]] = outcomes.get(goal["outcome"], 0) + 1
+            if goal["outcome"] == "proved":
+                strategies[goal["strategy"]] = strategies.get(goal["strategy"], 0) + 1
+    return outcomes, strategies, unscored
+
+
 def main(argv: list[str]) -> int:
     work = Path(argv[0])
     split = argv.index("--") if "--" in argv else len(argv)
@@ -128,13 +149,7 @@ def main(argv: list[str]) -> int:
         == 0
         for c in copies
     }
-    outcomes: dict[str, int] = {}
-    strategies: dict[str, int] = {}
-    for file in fill.get("files", []):
-        for goal in file["goals"]:
-            outcomes[goal["outcome"]] = outcomes.get(goal["outcome"], 0) + 1
-            if goal["outcome"] == "proved":
-                strategies[goal["strategy"]] = strategies.get(goal["strategy"], 0) + 1
+    outcomes, strategies, unscored = _tally(fill)
     samples = sorted(sampler.samples)
     result = {
         "kind": "stdlib-fill",
@@ -146,7 +161,11 @@ def main(argv: list[str]) -> int:
         "proved": hidden - remaining,
         "outcomes": outcomes,
         "proved_by": strategies,
-        "prover_errors": fill.get("errors"),
+        # holes of a copy that does not compile once its proofs are `Admitted.` (an
+        # `Admitted` lemma in a section is generalized differently; a module
+        # type's check can fail): no strategy ran on them, and no prover erred
+        "copies_that_do_not_compile": unscored,
+        "prover_errors": outcomes.get("error", 0),
         "wall_seconds": round(wall, 1),
         "process_tree_cpu_seconds": round(cpu, 1),
         "machine_busy_fraction": round((busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1e-9), 3),
