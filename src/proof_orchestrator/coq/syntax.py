@@ -276,6 +276,8 @@ def sentence_keyword(code: str) -> str:
 
 def split_top_level(text: str, token: str) -> list[str]:
     """``text`` split at ``token`` outside parentheses, brackets and braces."""
+    if token not in text:
+        return [text]
     parts: list[str] = []
     depth = 0
     start = 0

@@ -192,7 +192,9 @@ class LemmaSearch:
 
     #: lemmas kept per goal
     k: int = 5
-    max_searches: int = 12
+    max_searches: int = 8
+    #: entries of one ``Search`` ranked, at most (ranking is Python work: keep it small)
+    max_entries: int = 150
     #: constants a query requires, at most
     terms: int = 3
     searches: int = 0
@@ -220,7 +222,7 @@ class LemmaSearch:
                 break
             entries = [
                 (name, statement)
-                for name, statement in search_entries(output)
+                for name, statement in search_entries(output)[: self.max_entries]
                 if name != session.goal.name and name not in goal.hypotheses
             ]
             if entries:

@@ -225,6 +225,7 @@ class SearchStrategy:
         lia: str | None,
         steps: Sequence[str] = (),
         lemmas: LemmaSearch | None = None,
+        own_tactics: Sequence[str] = (),
     ) -> list[tuple[str, float]]:
         model = await self.models.model_for(session)
         learned = list(model.suggest(goal_text, k=8))
@@ -240,7 +241,7 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
-        found += [(t, 0.0) for t in local_tactics(session.prefix)]
+        found += [(t, 0.0) for t in own_tactics]
         unfolds = unfold_candidates(goal_text)
         plain = await plain_goal(session) if lemmas is not None else None
         if plain is not None:
@@ -278,9 +279,12 @@ class SearchStrategy:
         index = await index_for(session)
         lia = await lia_tactic(session)
         lemmas = LemmaSearch()
+        own_tactics = local_tactics(session.prefix)  # once per attempt: the prefix is long
 
         async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
-            return await self._candidates(session, goal_text, index, lia, steps, lemmas)
+            return await self._candidates(
+                session, goal_text, index, lia, steps, lemmas, own_tactics
+            )
 
         found = await best_first(
             CoqStates(session),
