@@ -26,6 +26,7 @@ from ..session import CoqSession
 from ..syntax import split_top_level
 
 __all__ = [
+    "BINDERS",
     "GENERIC",
     "LemmaSearch",
     "PlainGoal",
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 _IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
-_BINDER = re.compile(r"\b(?:forall|exists|fun)\s+([^,]*?)\s*(?:,|=>)")
+BINDERS = re.compile(r"\b(?:forall|exists|fun)\s+([^,]*?)\s*(?:,|=>)")
 _KEYWORDS = frozenset(
     [
         "forall",
@@ -94,7 +95,7 @@ def bound_names(text: str) -> set[str]:
     p and q (not ``Q``, not ``Qle``).
     """
     bound: set[str] = set()
-    for binders in _BINDER.findall(text):
+    for binders in BINDERS.findall(text):
         groups = re.findall(r"\(([^()]*?):", binders) if "(" in binders else [binders]
         for group in groups:
             bound.update(re.findall(r"[A-Za-z_][\w']*", group.split(":", 1)[0]))

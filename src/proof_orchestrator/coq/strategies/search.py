@@ -46,7 +46,14 @@ from ..session import CoqSession
 from ..states import CoqStates
 from ..syntax import split_top_level
 from .knn import FileModels
-from .lemma_search import GENERIC, LemmaSearch, plain_goal, premise_tactics
+from .lemma_search import (
+    BINDERS,
+    GENERIC,
+    LemmaSearch,
+    constants,
+    plain_goal,
+    premise_tactics,
+)
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
@@ -80,33 +87,6 @@ STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", 
 MAX_UNFOLDS = 3
 #: candidates a node gets beyond ``per_node``: the premises found by ``Search``
 PER_NODE_EXTRA = 32
-_IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
-_BINDER = re.compile(r"\b(?:forall|exists|fun)\s+([^,=]*?)\s*(?:,|=>)")
-_NOT_CONSTANTS = frozenset(
-    [
-        "forall",
-        "exists",
-        "fun",
-        "match",
-        "with",
-        "end",
-        "as",
-        "in",
-        "return",
-        "let",
-        "if",
-        "then",
-        "else",
-        "fix",
-        "cofix",
-        "Prop",
-        "Set",
-        "Type",
-        "SProp",
-        "True",
-        "False",
-    ]
-)
 _BULLETS = ("-", "+", "*", "--", "++", "**")
 
 
@@ -129,15 +109,10 @@ def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
         for name in re.split(r"[,\s]+", line.split(":", 1)[0].strip())
         if name
     }
-    for binders in _BINDER.findall(conclusion):
+    for binders in BINDERS.findall(conclusion):
         local.update(re.findall(r"[A-Za-z_][\w']*", binders))
-    found: list[str] = []
-    for name in _IDENT.findall(conclusion):
-        if name in local or name in _NOT_CONSTANTS or name in found:
-            continue
-        found.append(name)
-        if len(found) == limit:
-            break
+    found = [n for n in constants(conclusion, frozenset(local)) if n not in ("True", "False")]
+    found = found[:limit]
     return [f"unfold {name}." for name in found]
 
 
