@@ -1,4 +1,4 @@
-"""The descendant meter finds a prover's helpers from its own ``/proc`` files."""
+"""The descendant meter and the CPU reader read a prover's own ``/proc`` files."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from proof_orchestrator.provers.process import _descendants
+from proof_orchestrator.provers.process import CpuReader, _descendants
 
 
 def test_descendants_are_the_children_and_grandchildren_psutil_finds() -> None:
@@ -28,3 +28,38 @@ def test_descendants_are_the_children_and_grandchildren_psutil_finds() -> None:
         shell.kill()
         shell.wait()
     assert shell.returncode is not None
+
+
+def test_cpu_reader_gives_fresh_counters_that_agree_with_psutil_and_stops_at_reaping() -> None:
+    # a child that burns CPU, then reaps a grandchild that burned some too
+    script = (
+        "import subprocess, time\n"
+        "subprocess.run(['sh', '-c', 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'])\n"
+        "end = time.process_time() + 0.5\n"
+        "while time.process_time() < end: pass\n"
+        "time.sleep(30)\n"
+    )
+    child = subprocess.Popen(["python3", "-c", script])
+    try:
+        process = psutil.Process(child.pid)
+        reader = CpuReader(process)
+        first = reader.seconds()
+        assert first is not None
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            reading = reader.seconds()
+            assert reading is not None
+            if reading[0] >= 0.5:
+                break
+            time.sleep(0.05)
+        own, reaped = reading
+        assert own >= 0.5 > first[0]  # the same open file gives new counters
+        assert reaped > 0  # the grandchild's CPU, once reaped, counts as children's
+        expected = process.cpu_times()
+        assert abs(own - (expected.user + expected.system)) < 0.05
+        assert abs(reaped - (expected.children_user + expected.children_system)) < 0.05
+    finally:
+        child.kill()
+        child.wait()
+    assert reader.seconds() is None  # reaped: no reading, never another process's
+    reader.close()

@@ -36,7 +36,7 @@ __all__ = ["PUBLISH_INTERVAL", "LiveBoard", "LivePublisher", "LiveSlot"]
 log = logging.getLogger(__name__)
 
 #: seconds between two publications of the live state
-PUBLISH_INTERVAL = 0.5
+PUBLISH_INTERVAL = 1.0
 
 
 @dataclass(slots=True)

@@ -37,7 +37,7 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
-from ..provers.process import DescendantMeter, spawn, stop_process
+from ..provers.process import CpuReader, DescendantMeter, spawn, stop_process
 from ..tasks import cancel_and_wait
 from .syntax import one_sentence
 
@@ -105,6 +105,7 @@ class CoqTop:
         self.fault: Exception | None = None
         self._last_cpu = 0.0
         self._ps: psutil.Process | None = None
+        self._cpu: CpuReader | None = None
         self._meter: DescendantMeter | None = None
         self._throttle = throttle
         self._memory_bytes = memory_bytes
@@ -147,6 +148,8 @@ class CoqTop:
         if self._proc is not None:
             await stop_process(self._proc)
         await cancel_and_wait(self._reader)
+        if self._cpu is not None:
+            self._cpu.close()
 
     @property
     def pid(self) -> int | None:
@@ -182,6 +185,7 @@ class CoqTop:
                 self._ps = psutil.Process(self._proc.pid)
             except psutil.NoSuchProcess:
                 return None
+            self._cpu = CpuReader(self._ps)
         return self._ps
 
     def refresh_cpu(self) -> float:
@@ -191,17 +195,15 @@ class CoqTop:
         counters) and what the :class:`DescendantMeter` saw them use, since
         helpers killed at a timeout may never be reaped.
         """
-        process = self._process()
-        if process is None:
+        if self._process() is None or self._cpu is None:
             return self._last_cpu
-        try:
-            t = process.cpu_times()
-        except psutil.NoSuchProcess:
+        reading = self._cpu.seconds()
+        if reading is None:
             return self._last_cpu
-        helpers = t.children_user + t.children_system
+        own, helpers = reading
         if self._meter is not None:
             helpers = max(helpers, self._meter.total())
-        self._last_cpu = max(self._last_cpu, t.user + t.system + helpers)
+        self._last_cpu = max(self._last_cpu, own + helpers)
         return self._last_cpu
 
     def rss_bytes(self) -> int:
@@ -254,8 +256,13 @@ class CoqTop:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
             self.requests += 1
             meter = self._descendants() if measure else None
-            sampler = (
-                asyncio.create_task(self._watch(meter, cpu_before, cpu_limit))
+            # most replies come within milliseconds: the sampler starts only
+            # once a reply has taken one interval (a timer is cheaper than a task)
+            watch: list[asyncio.Task[None]] = []
+            timer = (
+                asyncio.get_running_loop().call_later(
+                    meter.interval, self._start_watch, watch, meter, cpu_before, cpu_limit
+                )
                 if meter is not None
                 else None
             )
@@ -268,10 +275,12 @@ class CoqTop:
                 await asyncio.shield(self.aclose())
                 raise
             finally:
-                if sampler is not None:
+                if timer is not None:
+                    timer.cancel()
+                for sampler in watch:
                     sampler.cancel()
-                    if meter is not None and time.monotonic() - started > meter.interval:
-                        meter.sample()  # the last reading of helpers still running
+                if meter is not None and time.monotonic() - started > meter.interval:
+                    meter.sample()  # the last reading of helpers still running
             reply = Reply(
                 output=reply.output,
                 state=reply.state,
@@ -302,12 +311,21 @@ class CoqTop:
         if self.fault is not None:
             raise SessionClosed(f"coqtop was killed earlier ({self.fault}); start a new one")
 
+    def _start_watch(
+        self,
+        into: list[asyncio.Task[None]],
+        meter: DescendantMeter,
+        cpu_before: float,
+        cpu_limit: float | None,
+    ) -> None:
+        into.append(asyncio.create_task(self._watch(meter, cpu_before, cpu_limit)))
+
     async def _watch(
         self, meter: DescendantMeter, cpu_before: float, cpu_limit: float | None
     ) -> None:
-        """Sample the helpers while a request runs; past ``cpu_limit``, end the request."""
+        """Sample the helpers while a request runs (it has already run one interval);
+        past ``cpu_limit``, end the request."""
         while True:
-            await asyncio.sleep(meter.interval)
             meter.sample()
             if cpu_limit is not None and self.refresh_cpu() - cpu_before > cpu_limit:
                 await self._replies.put(
@@ -319,6 +337,7 @@ class CoqTop:
                     )
                 )
                 return
+            await asyncio.sleep(meter.interval)
 
     async def _poison(self, error: Exception) -> None:
         self.fault = error
@@ -346,6 +365,7 @@ class CoqTop:
         if proc is None or proc.stdout is None:
             return
         buffer = b""
+        scanned = 0  # a prompt sits on one line: the lines before this offset hold none
         while True:
             chunk = await proc.stdout.read(65536)
             if not chunk:
@@ -356,9 +376,11 @@ class CoqTop:
                 return
             buffer += chunk
             while True:
-                match = _PROMPT.search(buffer)
+                match = _PROMPT.search(buffer, scanned)
                 if match is None:
+                    scanned = buffer.rfind(b"\n") + 1
                     break
+                scanned = 0
                 output = buffer[: match.start()].decode(errors="replace")
                 buffer = buffer[match.end() :]
                 await self._replies.put(

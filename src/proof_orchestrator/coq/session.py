@@ -195,7 +195,10 @@ class CoqSession:
             return
         if state.generation == self._generation:
             reply = await top.send(
-                f"BackTo {state.token}.", self._prover.settings.load_timeout, checked=True
+                f"BackTo {state.token}.",
+                self._prover.settings.load_timeout,
+                checked=True,
+                measure=False,  # bookkeeping: the next measured reply counts its CPU
             )
             if reply.state != state.token:
                 raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
@@ -332,7 +335,7 @@ class CoqSession:
         origin = self.current
         wait = timeout if timeout is not None else self._prover.settings.load_timeout
         if not notations:
-            await top.send("Unset Printing Notations.", wait, checked=True)
+            await top.send("Unset Printing Notations.", wait, checked=True, measure=False)
         reply = await top.send(command, wait)
         await self._return_after_query(top, origin)
         return reply.output
@@ -363,7 +366,10 @@ class CoqSession:
     async def _return_after_query(self, top: CoqTop, origin: ProofState) -> None:
         """A query advanced coqtop's state number; go back to ``origin``."""
         reply = await top.send(
-            f"BackTo {origin.token}.", self._prover.settings.load_timeout, checked=True
+            f"BackTo {origin.token}.",
+            self._prover.settings.load_timeout,
+            checked=True,
+            measure=False,  # bookkeeping: the next measured reply counts its CPU
         )
         if reply.state != origin.token:
             raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
