@@ -45,6 +45,7 @@ def test_cpu_reader_gives_fresh_counters_that_agree_with_psutil_and_stops_at_rea
         reader = CpuReader(process)
         first = reader.seconds()
         assert first is not None
+        reading = first
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             reading = reader.seconds()
@@ -52,6 +53,7 @@ def test_cpu_reader_gives_fresh_counters_that_agree_with_psutil_and_stops_at_rea
             if reading[0] >= 0.5:
                 break
             time.sleep(0.05)
+        assert reading is not None
         own, reaped = reading
         assert own >= 0.5 > first[0]  # the same open file gives new counters
         assert reaped > 0  # the grandchild's CPU, once reaped, counts as children's
