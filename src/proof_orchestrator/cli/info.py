@@ -11,7 +11,6 @@ from rich.table import Table
 
 from ..config import ConfigError, env_name, load_settings
 from ..coq.project import project_for
-from ..dashboard.report import render_html, render_markdown
 from ..doctor import run_checks
 from ..errors import LedgerError
 from .common import (
@@ -32,6 +31,9 @@ def report_command(
     """Render a benchmark result as an HTML (with plots) or Markdown report."""
     if fmt not in ("html", "md"):
         raise fail("--format must be html or md", EXIT_BAD_INPUT)
+    # imported here: the dashboard's web stack costs every other command 0.3 s at start-up
+    from ..dashboard.report import render_html, render_markdown
+
     try:
         data = json.loads(result.read_text(encoding="utf-8"))
         text = render_html(data) if fmt == "html" else render_markdown(data)

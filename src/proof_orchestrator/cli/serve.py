@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 
-from ..dashboard import create_app
 from ..gitops import GitError, GitRepo
 from .common import (
     EXIT_BAD_INPUT,
@@ -52,6 +50,11 @@ def dashboard_command(
             EXIT_BAD_INPUT,
         )
     ledger = open_ledger(db, path)
+    # imported here, not at the top: the web stack costs every command 0.3 s at start-up
+    import uvicorn
+
+    from ..dashboard import create_app
+
     app_ = create_app(ledger, path, token=token, results_dir=results)
     console.print(f"orch dashboard on http://{host}:{port}/ (Ctrl-C stops)")
     try:
@@ -113,6 +116,8 @@ def mcp_command(
         if http:
             console.print(f"orch mcp on http://{host}:{port}/mcp (Ctrl-C stops)")
             asgi = http_app(server, host, port, token)
+            import uvicorn
+
             uvicorn.run(asgi, host=host, port=port, log_level="warning")
         else:
             server.run()
