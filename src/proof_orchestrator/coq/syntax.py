@@ -29,6 +29,7 @@ the oracle (``tests/coq_oracle.py``):
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -240,8 +241,12 @@ def split_sentences(text: str) -> list[Sentence]:
     return sentences
 
 
+@functools.lru_cache(maxsize=4096)
 def one_sentence(text: str) -> Sentence:
-    """``text`` as a single sentence; :class:`SourceSyntaxError` if it is not exactly one."""
+    """``text`` as a single sentence; :class:`SourceSyntaxError` if it is not exactly one.
+
+    Cached: a search sends the same few hundred tactics at node after node.
+    """
     parts = split_sentences(text)
     if len(parts) != 1:
         raise SourceSyntaxError(f"expected exactly one sentence, got {len(parts)}: {text!r}")
