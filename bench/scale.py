@@ -145,10 +145,10 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     from proof_orchestrator.coq.project import project_for
     from proof_orchestrator.goals import Outcome
     from proof_orchestrator.ledger import Ledger
-    from proof_orchestrator.pipeline import FillOptions, FillReport, collect_files, scan
-    from proof_orchestrator.reports import FileReport, FileStatus, GoalReport
+    from proof_orchestrator.run.pipeline import FillOptions, FillReport, collect_files, scan
+    from proof_orchestrator.run.reports import FileReport, FileStatus, GoalReport
     from proof_orchestrator.scheduler.governor import CpuGovernor
-    from proof_orchestrator.worker import (
+    from proof_orchestrator.run.worker import (
         FileState,
         GoalItem,
         GoalRun,

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.bank import load_index, run_bank
 from proof_orchestrator.config import Settings
 from proof_orchestrator.goals import Budget
-from proof_orchestrator.pipeline import FillOptions
+from proof_orchestrator.run.pipeline import FillOptions
+from proof_orchestrator.workflows.bank import load_index, run_bank
 
 from .conftest import BANK
 

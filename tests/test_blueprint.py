@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from proof_orchestrator.blueprint import (
+from proof_orchestrator.cli import app
+from proof_orchestrator.workflows.blueprint import (
     critical_path_weights,
     parse_blueprint,
     scan_declarations,
     sync,
 )
-from proof_orchestrator.cli import app
 
 runner = CliRunner()
 

@@ -182,7 +182,7 @@ def test_live_view_counts_wins_per_strategy() -> None:
 
     from proof_orchestrator.cli.progress import Tracker
     from proof_orchestrator.goals import Goal, HoleKind, Outcome
-    from proof_orchestrator.pipeline import GoalReport
+    from proof_orchestrator.run.pipeline import GoalReport
 
     tracker = Tracker("fill")
     tracker.files([(Path("A.v"), 2)])

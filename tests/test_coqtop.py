@@ -14,7 +14,7 @@ import pytest
 from proof_orchestrator.coq.coqtop import CoqTop, CoqTopState
 from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
 from proof_orchestrator.provers.process import DescendantMeter
-from proof_orchestrator.tasks import cancel_and_wait
+from proof_orchestrator.provers.tasks import cancel_and_wait
 
 
 async def test_reply_carries_output_and_new_state() -> None:

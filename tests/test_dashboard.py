@@ -14,7 +14,6 @@ from fastapi.testclient import TestClient
 from sqlalchemy import update
 from typer.testing import CliRunner
 
-from proof_orchestrator.bank import run_bank
 from proof_orchestrator.cli import app as cli_app
 from proof_orchestrator.config import Settings
 from proof_orchestrator.dashboard import create_app
@@ -23,7 +22,8 @@ from proof_orchestrator.dashboard.report import render_html
 from proof_orchestrator.goals import Budget, Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import LiveRun
-from proof_orchestrator.pipeline import FillOptions
+from proof_orchestrator.run.pipeline import FillOptions
+from proof_orchestrator.workflows.bank import run_bank
 
 from .conftest import BANK, REPO
 from .served import served

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from proof_orchestrator.checking import verify_candidates
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.goals import Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
-from proof_orchestrator.reports import Candidate, FileReport, FileStatus, GoalReport
+from proof_orchestrator.run.checking import verify_candidates
+from proof_orchestrator.run.reports import Candidate, FileReport, FileStatus, GoalReport
 
 SOURCE = """\
 Lemma base : forall n : nat, n + 0 = n.

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
-from proof_orchestrator.evaluate import EvalError, GoalRow, evaluate
+from proof_orchestrator.workflows.evaluate import EvalError, GoalRow, evaluate
 
 SMALL = """\
 Inductive num : Type := zero : num | succ : num -> num.
@@ -187,9 +187,9 @@ async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_p
     trusted, and so are those the goal's own original proof rests on."""
     from proof_orchestrator.coq.holes import declared_axioms, qed_proofs
     from proof_orchestrator.coq.session import CoqProver
-    from proof_orchestrator.evaluate import TrustBase, _Audit, _checked
     from proof_orchestrator.goals import Budget, Outcome
     from proof_orchestrator.strategies.base import StrategyResult
+    from proof_orchestrator.workflows.evaluate import TrustBase, _Audit, _checked
 
     path = tmp_path / "T.v"
     path.write_text(TRUSTING, encoding="utf-8")

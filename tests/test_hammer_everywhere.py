@@ -17,9 +17,9 @@ from proof_orchestrator.coq.strategies.hammer import (
 )
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import FillOptions, fill
 from proof_orchestrator.project.patch import import_insertion
-from proof_orchestrator.reports import FileStatus
+from proof_orchestrator.run.pipeline import FillOptions, fill
+from proof_orchestrator.run.reports import FileStatus
 
 from .conftest import coqc_ok
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.goals import Outcome
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import FileStatus, collect_files, fill
+from proof_orchestrator.run.pipeline import FileStatus, collect_files, fill
 
 runner = CliRunner()
 

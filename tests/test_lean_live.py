@@ -16,8 +16,8 @@ from proof_orchestrator.lean.holes import scan_lean_text, splice
 from proof_orchestrator.lean.repl import LeanRepl
 from proof_orchestrator.lean.session import LeanProject, LeanSettings, LeanVerifier, find_repl
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import FileStatus, FillOptions, fill
 from proof_orchestrator.provers.base import Verdict
+from proof_orchestrator.run.pipeline import FileStatus, FillOptions, fill
 
 from .conftest import BANK
 

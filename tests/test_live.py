@@ -7,8 +7,8 @@ import time
 from pathlib import Path
 
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.live import LiveBoard, LivePublisher
-from proof_orchestrator.tasks import cancel_and_wait
+from proof_orchestrator.provers.tasks import cancel_and_wait
+from proof_orchestrator.run.live import LiveBoard, LivePublisher
 
 
 def test_publish_replaces_the_state_and_clear_removes_it(any_ledger_url: str) -> None:

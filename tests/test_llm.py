@@ -12,15 +12,6 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from proof_orchestrator.agents.llm import (
-    LLMClient,
-    LLMSettings,
-    llm_off_reason,
-    load_llm_settings,
-    parse_script,
-    parse_tactics,
-)
-from proof_orchestrator.agents.llm.providers import make_provider
 from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
@@ -29,7 +20,16 @@ from proof_orchestrator.coq.strategies.llm import LLMSearchStrategy, LLMStrategy
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
-from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.llm import (
+    LLMClient,
+    LLMSettings,
+    llm_off_reason,
+    load_llm_settings,
+    parse_script,
+    parse_tactics,
+)
+from proof_orchestrator.llm.providers import make_provider
+from proof_orchestrator.run.pipeline import FillOptions, fill
 
 from .conftest import coqc_ok
 from .model_server import ModelServer, Reply

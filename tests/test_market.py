@@ -10,9 +10,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
+from proof_orchestrator.coq.strategies.market import canonical_statement
 from proof_orchestrator.goals import Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.market import canonical_statement
 
 from .conftest import coqc_ok
 

@@ -13,8 +13,8 @@ from proof_orchestrator.coq.strategies.micro import MicroStrategy
 from proof_orchestrator.errors import PathNotFound
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import LEDGER_REPLAY, FileStatus, FillOptions, fill
 from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.run.pipeline import LEDGER_REPLAY, FileStatus, FillOptions, fill
 from proof_orchestrator.strategies.base import StrategyResult
 
 from .conftest import coqc_ok

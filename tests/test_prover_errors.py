@@ -17,7 +17,7 @@ from proof_orchestrator.coq.session import CoqSettings
 from proof_orchestrator.coq.strategies.micro import InductionStrategy, MicroStrategy
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
-from proof_orchestrator.pipeline import FillOptions, fill
+from proof_orchestrator.run.pipeline import FillOptions, fill
 
 TEXT = """\
 Lemma s : True.

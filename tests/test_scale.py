@@ -15,9 +15,9 @@ from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.dashboard.app import MAX_PAGE
 from proof_orchestrator.goals import Goal, HoleKind, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
-from proof_orchestrator.reports import FileReport, FileStatus
+from proof_orchestrator.run.reports import FileReport, FileStatus
+from proof_orchestrator.run.worker import FileState
 from proof_orchestrator.scheduler.queue import Mentions
-from proof_orchestrator.worker import FileState
 
 
 def _search(text: str, name: str) -> int:

@@ -17,8 +17,8 @@ from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.pipeline import FillOptions, fill
 from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.run.pipeline import FillOptions, fill
 from proof_orchestrator.scheduler.governor import CpuGovernor
 from proof_orchestrator.strategies.base import StrategyResult
 

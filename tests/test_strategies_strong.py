@@ -33,7 +33,7 @@ from proof_orchestrator.coq.strategies.search import SearchStrategy, bulletize
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.worker import default_strategies
+from proof_orchestrator.run.worker import default_strategies
 
 TWO_STEPS = """\
 Inductive num : Type := zero : num | succ : num -> num.

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from proof_orchestrator.tasks import cancel_and_wait
+from proof_orchestrator.provers.tasks import cancel_and_wait
 
 
 async def _slow_to_stop(stopped: asyncio.Event) -> None:

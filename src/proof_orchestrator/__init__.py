@@ -27,8 +27,8 @@ from .errors import (
 )
 from .goals import DEFAULT_BUDGET, Budget, Goal, HoleKind, Outcome
 from .ledger import Ledger
-from .pipeline import FileReport, FileStatus, FillOptions, FillReport, GoalReport, fill
 from .provers.base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
+from .run.pipeline import FileReport, FileStatus, FillOptions, FillReport, GoalReport, fill
 from .strategies import Strategy, StrategyResult
 
 __version__ = "0.1.0"

@@ -138,7 +138,7 @@ def load_settings(
     environ = os.environ if environ is None else environ
     file_values, file_label = _file_values(root)
     known = {f.name: f for f in fields(Settings)}
-    # the [llm] table holds the model provider's settings (agents/llm/settings.py)
+    # the [llm] table holds the model provider's settings (llm/settings.py)
     unknown = set(file_values) - set(known) - {"llm"}
     if unknown:
         raise ConfigError(f"unknown setting(s) in {file_label}: {', '.join(sorted(unknown))}")

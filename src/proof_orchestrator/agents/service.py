@@ -28,22 +28,22 @@ from ..coq.strategies.context import gather_context, show_goal
 from ..coq.strategies.llm import llm_strategies
 from ..coq.syntax import split_sentences
 from ..errors import AgentError, FileChangedError, OrchError, ProverError, ScriptRejected
-from ..executors import WorkerTools, run_attempt
-from ..gitops import GitRepo, publish
 from ..goals import Outcome
 from ..ledger import Ledger
-from ..pipeline import collect_files
 from ..project.holes import Hole, scan_text
 from ..project.locks import file_lock
 from ..project.patch import Patch, apply_patches, write_atomic
 from ..provers.base import TacticStatus
-from ..reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..run.executors import WorkerTools, run_attempt
+from ..run.pipeline import collect_files
+from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..run.worker import NO_BUDGET_LEFT, default_strategies, language_of_strategy
 from ..scheduler.bandit import Bandit, goal_class
 from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import goal_pass
 from ..strategies.base import Strategy, StrategyResult
-from ..worker import NO_BUDGET_LEFT, default_strategies, language_of_strategy
+from ..workflows.gitops import GitRepo, publish
 
 __all__ = [
     "AgentService",

@@ -11,10 +11,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..bank import compare_executors, run_bank
 from ..errors import OrchError, ProverNotFound
-from ..pipeline import FillOptions
 from ..provers.process import resolve
+from ..run.pipeline import FillOptions
+from ..workflows.bank import compare_executors, run_bank
 from .common import (
     EXIT_BAD_INPUT,
     fail,

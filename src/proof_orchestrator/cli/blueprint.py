@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..blueprint import scan_declarations, sync
 from ..errors import OrchError
 from ..lean.session import LeanProject
 from ..project.patch import write_atomic
+from ..workflows.blueprint import scan_declarations, sync
 from .common import (
     EXIT_BAD_INPUT,
     fail,

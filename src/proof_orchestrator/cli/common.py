@@ -17,8 +17,8 @@ from ..coq.project import project_for
 from ..errors import LedgerError, PathNotFound, ProverNotFound
 from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
-from ..pipeline import FileReport, FileStatus, FillOptions, collect_files
 from ..provers.process import resolve
+from ..run.pipeline import FileReport, FileStatus, FillOptions, collect_files
 
 console = Console(stderr=True)
 out = Console()

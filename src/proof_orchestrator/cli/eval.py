@@ -13,9 +13,9 @@ import typer
 from rich.table import Table
 
 from ..errors import OrchError, ProverNotFound
-from ..evaluate import evaluate, write_result
-from ..pipeline import collect_files
 from ..provers.process import resolve
+from ..run.pipeline import collect_files
+from ..workflows.evaluate import evaluate, write_result
 from .common import (
     EXIT_BAD_INPUT,
     fail,

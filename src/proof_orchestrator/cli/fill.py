@@ -12,12 +12,12 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from ..background import run_background
-from ..blueprint import critical_path_weights
 from ..errors import OrchError
-from ..gitops import GitError, GitRepo, ProofBranch, publish
 from ..goals import Outcome
-from ..pipeline import FileStatus, FillReport, fill
+from ..run.pipeline import FileStatus, FillReport, fill
+from ..workflows.background import run_background
+from ..workflows.blueprint import critical_path_weights
+from ..workflows.gitops import GitError, GitRepo, ProofBranch, publish
 from .common import (
     EXIT_BAD_INPUT,
     check_inputs,

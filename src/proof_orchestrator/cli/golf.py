@@ -12,8 +12,8 @@ import typer
 from rich.table import Table
 
 from ..errors import OrchError
-from ..golf import golf_files
-from ..pipeline import FileStatus, collect_files
+from ..run.pipeline import FileStatus, collect_files
+from ..workflows.golf import golf_files
 from .common import (
     check_inputs,
     exit_if_unreadable,

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from ..config import ConfigError, env_name, load_settings
 from ..coq.project import project_for
-from ..doctor import run_checks
 from ..errors import LedgerError
 from .common import (
     EXIT_BAD_INPUT,
@@ -19,6 +18,7 @@ from .common import (
     open_ledger,
     out,
 )
+from .doctor import run_checks
 
 
 def report_command(

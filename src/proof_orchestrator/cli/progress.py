@@ -19,9 +19,9 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ..evaluate import GoalRow
 from ..goals import Outcome
-from ..pipeline import GoalReport
+from ..run.pipeline import GoalReport
+from ..workflows.evaluate import GoalRow
 from .common import console
 
 

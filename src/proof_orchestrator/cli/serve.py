@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..gitops import GitError, GitRepo
+from ..workflows.gitops import GitError, GitRepo
 from .common import (
     EXIT_BAD_INPUT,
     console,

@@ -38,7 +38,7 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..provers.process import CpuReader, DescendantMeter, spawn, stop_process
-from ..tasks import cancel_and_wait
+from ..provers.tasks import cancel_and_wait
 from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]

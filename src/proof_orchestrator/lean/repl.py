@@ -46,7 +46,7 @@ from ..errors import (
     SessionClosed,
 )
 from ..provers.process import process_cpu_seconds, spawn, stop_process
-from ..tasks import cancel_and_wait
+from ..provers.tasks import cancel_and_wait
 
 __all__ = [
     "DEFAULT_REPLY_CAP",

@@ -154,7 +154,7 @@ class BanditArm(Base):
 
 
 class Ticket(Base):
-    """A helper-lemma request on the market (see :mod:`proof_orchestrator.market`)."""
+    """A helper-lemma request on the market (see :mod:`.coq.strategies.market`)."""
 
     __tablename__ = "tickets"
     __table_args__ = (Index("ix_tickets_state_priority", "state", "priority"),)

@@ -23,8 +23,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ...agents.llm.client import LLMClient, Sample
-from ...agents.llm.prompt import (
+from ...errors import ModelError, ScriptRejected
+from ...goals import Budget, Goal, Outcome
+from ...ledger import Ledger
+from ...llm.client import LLMClient, Sample
+from ...llm.providers import make_provider
+from ...llm.settings import (
+    LLMMode,
+    LLMSettings,
+    llm_off_reason,
+    load_llm_settings,
+    probe,
+)
+from ...provers.base import TacticStatus
+from ...strategies.base import Strategy, StrategyResult
+from ..script import check_script
+from ..session import CoqSession
+from .context import GoalContext, gather_context
+from .knn import FileModels
+from .llm_prompt import (
     NEXT_SYSTEM,
     WHOLE_SYSTEM,
     PromptContext,
@@ -33,23 +50,6 @@ from ...agents.llm.prompt import (
     parse_tactics,
     whole_proof_prompt,
 )
-from ...agents.llm.providers import make_provider
-from ...agents.llm.settings import (
-    LLMMode,
-    LLMSettings,
-    llm_off_reason,
-    load_llm_settings,
-    probe,
-)
-from ...errors import ModelError, ScriptRejected
-from ...goals import Budget, Goal, Outcome
-from ...ledger import Ledger
-from ...provers.base import TacticStatus
-from ...strategies.base import Strategy, StrategyResult
-from ..script import check_script
-from ..session import CoqSession
-from .context import GoalContext, gather_context
-from .knn import FileModels
 from .search import SearchStrategy
 
 __all__ = ["LLMSearchStrategy", "LLMStrategy", "llm_strategies"]

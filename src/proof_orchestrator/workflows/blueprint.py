@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ProjectError
-from .lean.holes import declarations
+from ..errors import ProjectError
+from ..lean.holes import declarations
 
 __all__ = [
     "BlueprintNode",

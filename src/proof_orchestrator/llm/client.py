@@ -14,9 +14,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ...errors import ModelBudgetExhausted
-from ...ledger import Ledger
-from .prompt import prompt_hash
+from ..coq.strategies.llm_prompt import prompt_hash
+from ..errors import ModelBudgetExhausted
+from ..ledger import Ledger
 from .providers import Provider
 from .settings import LLMSettings
 

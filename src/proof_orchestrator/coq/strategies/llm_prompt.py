@@ -15,8 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ...coq.syntax import one_sentence, split_sentences
 from ...errors import SourceSyntaxError
+from ..syntax import one_sentence, split_sentences
 
 __all__ = [
     "NEXT_SYSTEM",

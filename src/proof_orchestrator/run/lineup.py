@@ -1,7 +1,7 @@
 """The strong strategies (Coq and Lean), built the same way on the driver and in an executor.
 
-:func:`proof_orchestrator.worker.default_strategies` puts them in a profile's
-lineup; :func:`proof_orchestrator.executors.make_strategies` builds every
+:func:`proof_orchestrator.run.worker.default_strategies` puts them in a profile's
+lineup; :func:`proof_orchestrator.run.executors.make_strategies` builds every
 strategy where an attempt runs (a Ray actor has no ledger).
 """
 
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .coq.strategies.hammer import HammerStrategy, SautoStrategy
-from .coq.strategies.knn import FileModels
-from .coq.strategies.search import SearchStrategy
-from .lean.strategies.knn import LeanModels
-from .lean.strategies.search import LeanSearchStrategy
-from .strategies.base import Strategy
+from ..coq.strategies.hammer import HammerStrategy, SautoStrategy
+from ..coq.strategies.knn import FileModels
+from ..coq.strategies.search import SearchStrategy
+from ..lean.strategies.knn import LeanModels
+from ..lean.strategies.search import LeanSearchStrategy
+from ..strategies.base import Strategy
 
 __all__ = ["strong_strategies"]
 

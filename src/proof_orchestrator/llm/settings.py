@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...config import ConfigError
+from ..config import ConfigError
 
 __all__ = ["LLMMode", "LLMSettings", "ProviderKind", "llm_off_reason", "load_llm_settings", "probe"]
 

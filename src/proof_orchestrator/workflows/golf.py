@@ -27,22 +27,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checking import verify_candidates
-from .coq.holes import declared_axioms, qed_proofs
-from .coq.project import project_for
-from .coq.script import check_script
-from .coq.session import CoqSession, PrefixError
-from .coq.strategies.micro import GENERIC_TACTICS, expand
-from .coq.syntax import one_sentence
-from .errors import ProverError, ScriptRejected, SourceSyntaxError, UnreadableSource
-from .goals import Outcome
-from .ledger import Ledger
-from .project.patch import Patch, apply_patches, write_atomic
-from .project.source import read_source
-from .provers.base import TacticStatus
-from .reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
-from .scheduler.governor import CpuGovernor
-from .tools import ProjectTools
+from ..coq.holes import declared_axioms, qed_proofs
+from ..coq.project import project_for
+from ..coq.script import check_script
+from ..coq.session import CoqSession, PrefixError
+from ..coq.strategies.micro import GENERIC_TACTICS, expand
+from ..coq.syntax import one_sentence
+from ..errors import ProverError, ScriptRejected, SourceSyntaxError, UnreadableSource
+from ..goals import Outcome
+from ..ledger import Ledger
+from ..project.patch import Patch, apply_patches, write_atomic
+from ..project.source import read_source
+from ..provers.base import TacticStatus
+from ..run.checking import verify_candidates
+from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
+from ..run.tools import ProjectTools
+from ..scheduler.governor import CpuGovernor
 
 __all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]
 

@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OrchError
-from .project.patch import Patch, apply_patches
-from .project.statedir import make_state_dir
-from .reports import LEDGER_REPLAY, FillReport, GoalReport
+from ..errors import OrchError
+from ..project.patch import Patch, apply_patches
+from ..project.statedir import make_state_dir
+from ..run.reports import LEDGER_REPLAY, FillReport, GoalReport
 
 __all__ = [
     "GitError",

@@ -14,25 +14,31 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .checking import replay_script, verify_candidates
-from .coq.session import PrefixError
-from .coq.strategies.hammer import FOUND_WITH_TACTICS
-from .coq.strategies.micro import (
+from ..coq.session import PrefixError
+from ..coq.strategies.hammer import FOUND_WITH_TACTICS
+from ..coq.strategies.market import MarketStrategy
+from ..coq.strategies.micro import (
     CachedStrategy,
     InductionStrategy,
     MicroStrategy,
     nearest_first,
 )
-from .errors import FileChangedError, FileWriteError, ProverError, ScriptRejected
+from ..errors import FileChangedError, FileWriteError, ProverError, ScriptRejected
+from ..goals import Budget, Outcome
+from ..lean.strategies.tactics import LeanQuickStrategy
+from ..ledger import Ledger
+from ..project.holes import Hole
+from ..project.patch import Patch, apply_patches, write_atomic
+from ..scheduler.bandit import ArmStats, Bandit, goal_class
+from ..scheduler.budget import GoalBudget
+from ..scheduler.governor import CpuGovernor
+from ..scheduler.portfolio import RaceResult, goal_pass
+from ..scheduler.queue import GoalQueue, Mentions, priority
+from ..strategies.base import Strategy, StrategyResult
+from .checking import replay_script, verify_candidates
 from .executors import AttemptRequest, RayExecutor, run_attempt
-from .goals import Budget, Outcome
-from .lean.strategies.tactics import LeanQuickStrategy
-from .ledger import Ledger
 from .lineup import strong_strategies
 from .live import LiveBoard
-from .market import MarketStrategy
-from .project.holes import Hole
-from .project.patch import Patch, apply_patches, write_atomic
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -44,12 +50,6 @@ from .reports import (
     GoalCallback,
     GoalReport,
 )
-from .scheduler.bandit import ArmStats, Bandit, goal_class
-from .scheduler.budget import GoalBudget
-from .scheduler.governor import CpuGovernor
-from .scheduler.portfolio import RaceResult, goal_pass
-from .scheduler.queue import GoalQueue, Mentions, priority
-from .strategies.base import Strategy, StrategyResult
 from .tools import LeanTools, ProjectTools, Tools
 
 __all__ = [
@@ -83,7 +83,7 @@ def default_strategies(
     retrieved premises), and, in files that load CoqHammer, the ``sauto``
     family and ``hammer`` (in a side session where the file does not load
     CoqHammer). Profile 2 adds the helper-lemma market
-    (:mod:`proof_orchestrator.market`). ``allowed_imports`` holding
+    (:mod:`proof_orchestrator.coq.strategies.market`). ``allowed_imports`` holding
     ``hammer-tactics`` lets proofs use CoqHammer's tactics by adding the import.
     """
     strategies: list[Strategy] = [

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import LedgerError
-from .ledger import Ledger
-from .scheduler.governor import CpuGovernor
+from ..errors import LedgerError
+from ..ledger import Ledger
+from ..scheduler.governor import CpuGovernor
 
 __all__ = ["PUBLISH_INTERVAL", "LiveBoard", "LivePublisher", "LiveSlot"]
 

@@ -13,20 +13,20 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
-from .coq import holes as coq_holes
-from .coq.project import CoqProject
-from .coq.script import check_script
-from .coq.session import CoqProver
-from .coq.strategies.hammer import hammer_environment
-from .coq.syntax import split_sentences
-from .coq.verify import CoqVerifier
-from .lean import holes as lean_holes
-from .lean.holes import LeanHole
-from .lean.script import check_lean_script
-from .lean.session import LeanProject, LeanProver, LeanSettings, LeanVerifier
-from .project.holes import Hole
+from ..coq import holes as coq_holes
+from ..coq.project import CoqProject
+from ..coq.script import check_script
+from ..coq.session import CoqProver
+from ..coq.strategies.hammer import hammer_environment
+from ..coq.syntax import split_sentences
+from ..coq.verify import CoqVerifier
+from ..lean import holes as lean_holes
+from ..lean.holes import LeanHole
+from ..lean.script import check_lean_script
+from ..lean.session import LeanProject, LeanProver, LeanSettings, LeanVerifier
+from ..project.holes import Hole
+from ..scheduler.governor import CpuGovernor
 from .reports import FillOptions
-from .scheduler.governor import CpuGovernor
 
 __all__ = ["LeanTools", "ProjectTools", "Tools"]
 

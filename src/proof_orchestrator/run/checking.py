@@ -14,15 +14,15 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from .coq.session import PrefixError
-from .coq.verify import CoqVerifier
-from .errors import ProverError
-from .goals import Budget, Outcome
-from .lean.session import LeanVerifier
-from .ledger import Ledger
-from .project.holes import Hole, scan_text
-from .project.patch import Patch, apply_patches, import_insertion
-from .provers.base import TacticStatus, Verdict, VerificationResult
+from ..coq.session import PrefixError
+from ..coq.verify import CoqVerifier
+from ..errors import ProverError
+from ..goals import Budget, Outcome
+from ..lean.session import LeanVerifier
+from ..ledger import Ledger
+from ..project.holes import Hole, scan_text
+from ..project.patch import Patch, apply_patches, import_insertion
+from ..provers.base import TacticStatus, Verdict, VerificationResult
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 __all__ = ["blamed_candidates", "replay_script", "verify_candidates", "waits_on_holes"]

@@ -11,10 +11,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .agents.llm.settings import llm_off_reason, load_llm_settings, probe
-from .config import ConfigError
-from .coq.strategies.hammer import HAMMER_LIBEXEC
-from .lean.session import registry_path
+from ..config import ConfigError
+from ..coq.strategies.hammer import HAMMER_LIBEXEC
+from ..lean.session import registry_path
+from ..llm.settings import llm_off_reason, load_llm_settings, probe
 
 __all__ = ["Check", "run_checks"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
-from ...errors import ModelError, ModelUnavailable
+from ..errors import ModelError, ModelUnavailable
 from .settings import LLMSettings, ProviderKind, llm_off_reason
 
 __all__ = ["AnthropicProvider", "Completion", "OpenAIProvider", "Provider", "make_provider"]

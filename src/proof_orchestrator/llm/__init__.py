@@ -13,8 +13,8 @@ A model only proposes: every script it writes goes through the script gate
 and the prover like any other candidate.
 """
 
+from ..coq.strategies.llm_prompt import PromptContext, parse_script, parse_tactics
 from .client import LLMClient, Sample
-from .prompt import PromptContext, parse_script, parse_tactics
 from .providers import Completion, Provider, make_provider
 from .settings import LLMSettings, llm_off_reason, load_llm_settings
 

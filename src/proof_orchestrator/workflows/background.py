@@ -27,10 +27,10 @@ from typing import Any
 
 import watchfiles
 
-from .ledger import Ledger
-from .pipeline import FillOptions, FillReport, collect_files, fill
-from .scheduler.governor import CpuGovernor
-from .tasks import cancel_and_wait
+from ..ledger import Ledger
+from ..provers.tasks import cancel_and_wait
+from ..run.pipeline import FillOptions, FillReport, collect_files, fill
+from ..scheduler.governor import CpuGovernor
 
 __all__ = ["BackgroundReport", "run_background"]
 

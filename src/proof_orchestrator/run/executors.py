@@ -38,19 +38,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coq.project import project_for
-from .coq.session import PrefixError
-from .coq.strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
-from .errors import OrchError, ProverError
-from .goals import Budget, Outcome
-from .lean.session import LeanProject
-from .lean.strategies.tactics import LeanQuickStrategy
+from ..coq.project import project_for
+from ..coq.session import PrefixError
+from ..coq.strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+from ..errors import OrchError, ProverError
+from ..goals import Budget, Outcome
+from ..lean.session import LeanProject
+from ..lean.strategies.tactics import LeanQuickStrategy
+from ..project.holes import Hole, language_of
+from ..provers.tasks import cancel_and_wait
+from ..scheduler.governor import CpuGovernor, _tree_cpu
+from ..strategies.base import Strategy, StrategyResult
 from .lineup import strong_strategies
-from .project.holes import Hole, language_of
 from .reports import FillOptions
-from .scheduler.governor import CpuGovernor, _tree_cpu
-from .strategies.base import Strategy, StrategyResult
-from .tasks import cancel_and_wait
 from .tools import LeanTools, ProjectTools
 
 __all__ = [

@@ -12,7 +12,7 @@ Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:
 
 * ``portfolio``: what ``orch fill`` runs on the goal, the same code
-  (:meth:`GoalRun.search <proof_orchestrator.worker.GoalRun.search>`): the
+  (:meth:`GoalRun.search <proof_orchestrator.run.worker.GoalRun.search>`): the
   default profile's strategies, ranked by the same bandit (learning as the
   evaluation goes, from an empty ledger), the cheap ones first and the
   expensive ones (best-first search with the k-NN model mined from the
@@ -69,27 +69,34 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .coq.holes import CoqHole, declared_axioms, functor_parameters, is_parameter, qed_proofs
-from .coq.project import project_for
-from .coq.script import check_script
-from .coq.session import CoqProver, CoqSession, CoqSettings, PrefixError
-from .coq.strategies.hammer import (
+from ..config import Settings
+from ..coq.holes import CoqHole, declared_axioms, functor_parameters, is_parameter, qed_proofs
+from ..coq.project import project_for
+from ..coq.script import check_script
+from ..coq.session import CoqProver, CoqSession, CoqSettings, PrefixError
+from ..coq.strategies.hammer import (
     HAMMER_PREAMBLE,
     HammerStrategy,
     hammer_environment,
     reconstruction,
 )
-from .coq.strategies.micro import _QuickTactics
-from .coq.strategies.search import SearchStrategy
-from .errors import OrchError, ProverError, ScriptRejected
-from .goals import Budget, Outcome
-from .ledger import Ledger
-from .provers.base import TacticStatus
-from .reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
-from .scheduler.governor import CpuGovernor
-from .strategies.base import StrategyResult
-from .worker import NO_BUDGET_LEFT, FileState, GoalItem, GoalRun, ProjectTools, default_strategies
+from ..coq.strategies.micro import _QuickTactics
+from ..coq.strategies.search import SearchStrategy
+from ..errors import OrchError, ProverError, ScriptRejected
+from ..goals import Budget, Outcome
+from ..ledger import Ledger
+from ..provers.base import TacticStatus
+from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..run.worker import (
+    NO_BUDGET_LEFT,
+    FileState,
+    GoalItem,
+    GoalRun,
+    ProjectTools,
+    default_strategies,
+)
+from ..scheduler.governor import CpuGovernor
+from ..strategies.base import StrategyResult
 
 __all__ = [
     "ARMS",
@@ -169,7 +176,7 @@ def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
 
 async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list[str]:
     """Logical names that CoqHammer's load brings in, among the evaluated stdlib files."""
-    from .goals import Goal, HoleKind
+    from ..goals import Goal, HoleKind
 
     probe = Goal(Path("probe.v"), 0, "probe", "Lemma probe : True.", HoleKind.ADMITTED, "probe")
     async with prover.session_at(probe, [*HAMMER_PREAMBLE, "Lemma probe : True."]) as session:
@@ -208,7 +215,7 @@ async def _run_arm(
 class FillPortfolio:
     """The portfolio arm: ``orch fill``'s pass over a goal, run on the evaluation's goals.
 
-    One :class:`~proof_orchestrator.worker.GoalRun` per process, with the
+    One :class:`~proof_orchestrator.run.worker.GoalRun` per process, with the
     default profile's strategies and a ledger of its own (a scratch SQLite
     file, empty at the start, as for a project ``orch fill`` has not seen).
     The CPU governor is not sampled: ``portfolio`` strategies run at once, as

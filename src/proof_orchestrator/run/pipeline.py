@@ -36,17 +36,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from .coq.project import load_coqproject, project_for
-from .coq.session import CoqProver
-from .coq.strategies.llm import llm_strategies
-from .errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
+from ..coq.project import load_coqproject, project_for
+from ..coq.session import CoqProver
+from ..coq.strategies.llm import llm_strategies
+from ..errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
+from ..goals import Outcome
+from ..lean.session import LeanProject
+from ..ledger import Ledger
+from ..project.holes import SOURCE_SUFFIXES, Hole, language_of
+from ..project.source import load_source
+from ..scheduler.governor import CpuGovernor
+from ..strategies.base import Strategy
 from .executors import RayExecutor
-from .goals import Outcome
-from .lean.session import LeanProject
-from .ledger import Ledger
 from .live import LivePublisher
-from .project.holes import SOURCE_SUFFIXES, Hole, language_of
-from .project.source import load_source
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -58,8 +60,6 @@ from .reports import (
     GoalReport,
     summarize,
 )
-from .scheduler.governor import CpuGovernor
-from .strategies.base import Strategy
 from .worker import (
     FileState,
     GoalItem,

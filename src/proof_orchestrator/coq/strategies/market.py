@@ -28,19 +28,19 @@ import socket
 import time
 from dataclasses import dataclass
 
-from .coq.script import format_script
-from .coq.session import CoqSession
-from .coq.strategies.micro import (
+from ...goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
+from ...ledger import Ledger
+from ...provers.base import ProofState, TacticStatus
+from ...strategies.base import StrategyResult
+from ..script import format_script
+from ..session import CoqSession
+from .micro import (
     GENERIC_TACTICS,
     InductionStrategy,
     MicroStrategy,
     expand,
     goal_variables,
 )
-from .goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
-from .ledger import Ledger
-from .provers.base import ProofState, TacticStatus
-from .strategies.base import StrategyResult
 
 __all__ = ["CLEAR_PROPS", "REVERT_ALL", "MarketStrategy", "canonical_statement", "closure_of"]
 

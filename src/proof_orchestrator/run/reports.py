@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .coq.session import CoqSettings
-from .goals import Budget, Goal, Outcome
-from .project.holes import Hole
+from ..config import Settings
+from ..coq.session import CoqSettings
+from ..goals import Budget, Goal, Outcome
+from ..project.holes import Hole
 
 __all__ = [
     "CANDIDATE_REPLAY",

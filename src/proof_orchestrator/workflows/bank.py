@@ -23,13 +23,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .coq.holes import scan_coq_file
-from .errors import PathNotFound
-from .goals import Outcome
-from .ledger import Ledger
-from .pipeline import FillOptions, FillReport, GoalReport, fill
-from .provers.process import run_command
-from .scheduler.governor import CpuGovernor, trace_summary
+from ..coq.holes import scan_coq_file
+from ..errors import PathNotFound
+from ..goals import Outcome
+from ..ledger import Ledger
+from ..provers.process import run_command
+from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
+from ..scheduler.governor import CpuGovernor, trace_summary
 
 __all__ = ["BankEntry", "load_index", "run_bank"]
 
