@@ -1,4 +1,4 @@
-"""Plain data shared by every room: goals, outcomes and budgets."""
+"""Plain data shared by every room: goals, outcomes, budgets and bandit arms."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DEFAULT_BUDGET", "Budget", "Goal", "HoleKind", "Outcome", "fingerprint_of"]
+__all__ = [
+    "DEFAULT_BUDGET",
+    "ArmStats",
+    "Budget",
+    "Goal",
+    "HoleKind",
+    "Outcome",
+    "fingerprint_of",
+]
 
 
 class Outcome(enum.StrEnum):
@@ -67,6 +75,24 @@ class Budget:
 
 #: the budget used when nothing else is configured
 DEFAULT_BUDGET = Budget()
+
+
+@dataclass(slots=True)
+class ArmStats:
+    """What the scheduler's bandit learnt about one strategy on one goal class.
+
+    It lives here, not in ``scheduler.bandit``, because the ledger stores it too.
+    """
+
+    pulls: int = 0
+    successes: int = 0
+    failures: float = 0.0
+    cpu_seconds: float = 0.0
+    reward: float = 0.0
+
+    @property
+    def mean_cpu(self) -> float:
+        return self.cpu_seconds / self.pulls if self.pulls else 0.0
 
 
 def _normalise(text: str) -> str:

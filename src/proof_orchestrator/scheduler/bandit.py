@@ -19,7 +19,8 @@ import math
 import random
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from ..goals import ArmStats
 
 __all__ = ["ArmStats", "Bandit", "goal_class"]
 
@@ -49,19 +50,6 @@ def goal_class(statement: str) -> str:
         head = "other"
     types = [name for name, pattern in _TYPES if re.search(pattern, body)]
     return "/".join([head, *types]) if types else head
-
-
-@dataclass(slots=True)
-class ArmStats:
-    pulls: int = 0
-    successes: int = 0
-    failures: float = 0.0
-    cpu_seconds: float = 0.0
-    reward: float = 0.0
-
-    @property
-    def mean_cpu(self) -> float:
-        return self.cpu_seconds / self.pulls if self.pulls else 0.0
 
 
 class Bandit:
