@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 
 from ..errors import ProverError
 from ..goals import Goal
+from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
 from .coqtop import CoqTop
@@ -127,6 +127,8 @@ class CoqVerifier:
         self.coqc = coqc
         self.coqtop = coqtop
         self.compile_timeout = compile_timeout
+        #: builds and audits work in here (``.orch/tmp/verify-<pid>-…``), removed by :meth:`aclose`
+        self._scratch = ScratchFolder(Path(cwd) if cwd else None)
         self._builds: dict[str, _Build] = {}
         #: the trust base of an original text, by its build directory
         self._trust: dict[Path, frozenset[str]] = {}
@@ -136,16 +138,15 @@ class CoqVerifier:
         self.compilations = 0
 
     async def aclose(self) -> None:
-        builds, self._builds = self._builds, {}
-        for build in builds.values():
-            shutil.rmtree(build.directory, ignore_errors=True)
+        self._builds = {}
+        self._scratch.close()
 
     async def _build(self, path: Path, text: str) -> _Build:
         key = hashlib.sha256(f"{path.name}\x00{text}".encode()).hexdigest()
         cached = self._builds.get(key)
         if cached is not None:
             return cached
-        directory = Path(tempfile.mkdtemp(prefix="orch-verify-"))
+        directory = self._scratch.subfolder("build-", path.parent)
         target = directory / path.name
         target.write_text(text, encoding="utf-8")
         run = await run_command(
@@ -201,7 +202,8 @@ class CoqVerifier:
             for hole, _ in [*qed_proofs(path, text), *_admitted(path, text)]
         }
         result = {name: frozenset({f"<missing {name}: not in the file>"}) for name in names}
-        with tempfile.TemporaryDirectory(prefix="orch-audit-") as scratch:
+        folder = self._scratch.path(path.parent)
+        with tempfile.TemporaryDirectory(prefix="audit-", dir=folder) as scratch:
             inserts = sorted(
                 ((ends[name][1], index, name) for index, name in enumerate(names) if name in ends),
                 reverse=True,

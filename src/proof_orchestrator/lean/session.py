@@ -30,7 +30,6 @@ import os
 import re
 import shlex
 import shutil
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +44,7 @@ from ..errors import (
     ProverRequestError,
 )
 from ..goals import Goal
+from ..project.statedir import scratch_dir
 from ..provers.base import ProofState, TacticResult, TacticStatus, Verdict, VerificationResult
 from ..provers.process import run_command
 from ..search.features import LEAN, GoalSyntax
@@ -527,7 +527,7 @@ class LeanVerifier:
         key = hashlib.sha256(probe.encode()).hexdigest()
         if key in self._cache:
             return self._cache[key]
-        with tempfile.TemporaryDirectory(prefix="orch-lean-") as folder:
+        with scratch_dir(self.project.root) as folder:
             file = Path(folder) / "OrchCheck.lean"
             file.write_text(probe, encoding="utf-8")
             run = await run_command(

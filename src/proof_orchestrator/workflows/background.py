@@ -28,6 +28,7 @@ from typing import Any
 import watchfiles
 
 from ..ledger import Ledger
+from ..project.statedir import in_state_dir
 from ..provers.tasks import cancel_and_wait
 from ..run.pipeline import FillOptions, FillReport, collect_files, fill
 from ..scheduler.governor import CpuGovernor
@@ -71,7 +72,8 @@ async def _watch(paths: Sequence[Path], own: _OwnWrites, found: asyncio.Queue[se
     roots = [p if p.is_dir() else p.parent for p in paths]
     async for changes in watchfiles.awatch(
         *roots,
-        watch_filter=lambda _change, name: name.endswith(".v"),
+        # not .orch/: verification compiles copies of the files in scratch folders there
+        watch_filter=lambda _change, name: name.endswith(".v") and not in_state_dir(name),
         debounce=300,
         rust_timeout=500,
     ):
