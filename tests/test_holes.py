@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from proof_orchestrator.coq.audit import is_parameter
 from proof_orchestrator.coq.holes import (
     declared_axioms,
     functor_parameters,
-    is_parameter,
     module_parameters,
     scan_coq_file,
     scan_coq_text,

@@ -26,10 +26,32 @@ ROOT = Path(proof_orchestrator.__file__).parent
 #: the packages that speak to one prover: its syntax, script gate, holes,
 #: sessions, verifier and strategies
 PROVER_PACKAGES = ("coq", "lean")
-#: other modules that speak to a prover (``tools`` makes both provers)
-PROVER_MODULES = ("tools",)
+#: other modules that speak to a prover (none: the backends registry is the seam's one door)
+PROVER_MODULES: tuple[str, ...] = ()
 #: the neutral core: it imports neither prover package, not even through others
-NEUTRAL_CORE = ("errors", "goals", "ledger", "scheduler", "search", "provers", "strategies")
+NEUTRAL_CORE = (
+    "errors",
+    "goals",
+    "config",
+    "ledger",
+    "scheduler",
+    "search",
+    "provers",
+    "strategies",
+    "project",
+    "llm",
+)
+#: the modules outside ``coq/`` and ``lean/`` that may import a prover package directly
+#: (the backend registry, the package's public surface, and two commands)
+PROVER_IMPORTERS = (
+    "backends",
+    "",  # proof_orchestrator/__init__.py
+    "cli.lean",
+    "cli.doctor",
+)
+#: at most this many modules at the package root, and no module longer than this
+ROOT_MODULES = 6
+MAX_LINES = 600
 
 
 def module_name(path: Path) -> str:
@@ -162,6 +184,70 @@ def test_the_prover_packages_exist() -> None:
         inside = [m for m in graph if in_package(m, package)]
         assert len(inside) > 5, f"{package}/ holds too few modules: {inside}"
     assert {f"{PACKAGE}.{m}" for m in PROVER_MODULES} <= set(graph)
+
+
+def subpackage(module: str) -> str:
+    """The first-level room of ``module`` (``run`` for ``proof_orchestrator.run.worker``);
+    a module at the package root is its own room."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def room_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The rooms (first-level subpackages and root modules) and the rooms each imports."""
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        here = subpackage(module)
+        rooms.setdefault(here, set())
+        rooms[here] |= {subpackage(t) for t in targets if subpackage(t) != here}
+    # the package's __init__ re-exports the public surface: it is nobody's room
+    rooms.pop("", None)
+    for targets in rooms.values():
+        targets.discard("")
+    return rooms
+
+
+def test_the_rooms_have_no_import_cycle() -> None:
+    """No cycle between subpackages either (``agents -> coq -> ledger -> agents``)."""
+    try:
+        graphlib.TopologicalSorter(room_graph(import_graph())).prepare()
+    except graphlib.CycleError as exc:
+        pytest.fail("cycle between rooms: " + " -> ".join(exc.args[1]))
+
+
+def test_a_cycle_between_rooms_is_found() -> None:
+    """The room rule can fail: ``ledger`` importing ``run`` closes a cycle."""
+    graph = dict(import_graph())
+    graph[f"{PACKAGE}.ledger"] = {*graph[f"{PACKAGE}.ledger"], f"{PACKAGE}.run.worker"}
+    with pytest.raises(graphlib.CycleError):
+        graphlib.TopologicalSorter(room_graph(graph)).prepare()
+
+
+def test_only_the_seam_imports_the_prover_packages() -> None:
+    """Outside ``coq/`` and ``lean/`` only the backend registry, the public surface and
+    two commands import a prover package; the engine, the workflows, the agents and
+    ``project/`` reach Coq and Lean through the seam."""
+    graph = import_graph()
+    importers = sorted(
+        module.removeprefix(PACKAGE).lstrip(".")
+        for module, targets in graph.items()
+        if not any(in_package(module, p) for p in PROVER_PACKAGES)
+        and any(in_package(t, p) for t in targets for p in PROVER_PACKAGES)
+    )
+    assert len(importers) <= 5, importers
+    assert set(importers) <= set(PROVER_IMPORTERS), importers
+
+
+def test_the_house_is_small_rooms() -> None:
+    """At most six modules at the package root; no module over 600 lines."""
+    root = [p.name for p in ROOT.glob("*.py")]
+    assert len(root) <= ROOT_MODULES, root
+    long = {
+        module_name(p): n
+        for p in ROOT.rglob("*.py")
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert not long, long
 
 
 @pytest.mark.parametrize("core", NEUTRAL_CORE)

@@ -14,7 +14,8 @@ from proof_orchestrator.errors import ProverNotFound
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.lean.holes import scan_lean_text, splice
 from proof_orchestrator.lean.repl import LeanRepl
-from proof_orchestrator.lean.session import LeanProject, LeanSettings, LeanVerifier, find_repl
+from proof_orchestrator.lean.session import LeanProject, LeanSettings, find_repl
+from proof_orchestrator.lean.verify import LeanVerifier
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import Verdict
 from proof_orchestrator.run.pipeline import FileStatus, FillOptions, fill

@@ -16,9 +16,9 @@ from proof_orchestrator.lean.session import (
     LeanProject,
     LeanProver,
     LeanSettings,
-    LeanVerifier,
     find_repl,
 )
+from proof_orchestrator.lean.verify import LeanVerifier
 from proof_orchestrator.lean.strategies.knn import LeanModels
 from proof_orchestrator.lean.strategies.premises import LeanPremiseIndexes
 from proof_orchestrator.lean.strategies.search import LeanSearchStrategy

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.lean import session as lean
+from proof_orchestrator.lean import verify as lean
 from proof_orchestrator.lean.holes import scan_lean_text, splice
-from proof_orchestrator.lean.session import LeanProject, LeanVerifier, parse_lean_json
+from proof_orchestrator.lean.session import LeanProject
+from proof_orchestrator.lean.verify import LeanVerifier, parse_lean_json
 from proof_orchestrator.provers.base import Verdict
 
 TEXT = """\

@@ -25,9 +25,8 @@ from proof_orchestrator.llm import (
     LLMSettings,
     llm_off_reason,
     load_llm_settings,
-    parse_script,
-    parse_tactics,
 )
+from proof_orchestrator.coq.strategies.llm_prompt import parse_script, parse_tactics
 from proof_orchestrator.llm.providers import make_provider
 from proof_orchestrator.run.pipeline import FillOptions, fill
 

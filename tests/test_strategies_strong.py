@@ -33,7 +33,8 @@ from proof_orchestrator.coq.strategies.search import SearchStrategy, bulletize
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.run.worker import default_strategies
+from proof_orchestrator.config import Settings
+from proof_orchestrator.run.lineup import build_lineup
 
 TWO_STEPS = """\
 Inductive num : Type := zero : num | succ : num -> num.
@@ -234,7 +235,7 @@ def test_cached_replay_tries_the_nearest_proved_statements_first() -> None:
 def test_profile_one_has_search_and_hammer_profile_zero_does_not(tmp_path: Path) -> None:
     ledger = Ledger(f"sqlite:///{tmp_path / 'l.sqlite'}")
     try:
-        names = {p: [s.name for s in default_strategies(ledger, p)] for p in (0, 1, 2)}
+        names = {p: [s.name for s in build_lineup(Settings(profile=p), ledger)] for p in (0, 1, 2)}
     finally:
         ledger.close()
     assert {"search", "sauto", "hammer"} <= set(names[1])

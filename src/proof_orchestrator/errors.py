@@ -19,6 +19,7 @@ cannot be opened.
     │   ├── ProverRequestError      the prover refused a request as malformed (Lean REPL)
     │   └── SessionClosed           the session was used after aclose()
     ├── ProjectError                user files
+    │   ├── PrefixError             the text before a hole does not load in the prover
     │   ├── PathNotFound            a path given by the user does not exist
     │   ├── SourceSyntaxError       a file cannot be split into sentences
     │   ├── UnreadableSource        a file is binary, not UTF-8 or cannot be scanned
@@ -46,6 +47,7 @@ __all__ = [
     "ModelUnavailable",
     "OrchError",
     "PathNotFound",
+    "PrefixError",
     "ProjectError",
     "ProverCrashed",
     "ProverDesync",
@@ -118,6 +120,10 @@ class SessionClosed(ProverError):
 
 class ProjectError(OrchError):
     """A problem with the user's files."""
+
+
+class PrefixError(ProjectError):
+    """The file's text before a hole does not load in the prover."""
 
 
 class PathNotFound(ProjectError):

@@ -37,6 +37,8 @@ class Outcome(enum.StrEnum):
     CANCELLED = "cancelled"
     #: an agent read the goal (``orch mcp``'s ``goal``); no proof was tried
     INSPECTED = "inspected"
+    #: the strategy cannot run on this goal (its reason in the message); not an attempt
+    SKIPPED = "skipped"
 
 
 class HoleKind(enum.StrEnum):

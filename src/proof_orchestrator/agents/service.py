@@ -13,37 +13,48 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import random
-import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..coq.holes import CoqHole
-from ..coq.session import CoqSession, PrefixError
-from ..coq.strategies.context import gather_context, show_goal
-from ..coq.strategies.llm import llm_strategies
-from ..coq.syntax import split_sentences
-from ..errors import AgentError, FileChangedError, OrchError, ProverError, ScriptRejected
+from ..backends import backend_for, scan_text
+from ..errors import (
+    AgentError,
+    FileChangedError,
+    OrchError,
+    PrefixError,
+    ProverError,
+    ScriptRejected,
+)
 from ..goals import Outcome
 from ..ledger import Ledger
-from ..project.holes import Hole, scan_text
 from ..project.locks import file_lock
-from ..project.patch import Patch, apply_patches, write_atomic
 from ..provers.base import TacticStatus
-from ..run.executors import WorkerTools, run_attempt
+from ..run.attempts import AttemptRunner, FileState, GoalItem
+from ..run.lineup import build_lineup
 from ..run.pipeline import collect_files
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
-from ..run.worker import NO_BUDGET_LEFT, default_strategies, language_of_strategy
-from ..scheduler.bandit import Bandit, goal_class
-from ..scheduler.budget import GoalBudget
+from ..run.toolbox import Toolbox
+from ..run.writing import verify_and_write
+from ..scheduler.bandit import Bandit
 from ..scheduler.governor import CpuGovernor
-from ..scheduler.portfolio import goal_pass
-from ..strategies.base import Strategy, StrategyResult
+from ..strategies.base import Strategy
 from ..workflows.gitops import GitRepo, publish
+from .results import (
+    EarlierError,
+    GoalInfo,
+    HoleInfo,
+    Premise,
+    ProvedNeighbour,
+    RunResult,
+    SubmitResult,
+    TicketInfo,
+    TryResult,
+    ticket_info,
+)
 
 __all__ = [
     "AgentService",
@@ -60,111 +71,10 @@ LEASE_SECONDS = 1800.0
 
 
 @dataclass
-class HoleInfo:
-    id: int
-    file: str
-    line: int
-    name: str
-    statement: str
-    #: open / proved / failed (the ledger's status of the goal)
-    status: str
-    attempts: int
-
-
-@dataclass
-class Premise:
-    name: str
-    statement: str
-
-
-@dataclass
-class ProvedNeighbour:
-    statement: str
-    proof: str
-
-
-@dataclass
-class EarlierError:
-    strategy: str
-    script: str
-    message: str
-
-
-@dataclass
-class GoalInfo:
-    hole_id: int
-    name: str
-    statement: str
-    #: the goal as the prover prints it: hypotheses, the bar, the conclusion
-    goal: str
-    premises: list[Premise] = field(default_factory=list)
-    nearest_proofs: list[ProvedNeighbour] = field(default_factory=list)
-    earlier_errors: list[EarlierError] = field(default_factory=list)
-
-
-@dataclass
-class TryResult:
-    #: complete (no goals left) / goals (goals remain) / error / timeout / rejected (by the gate)
-    status: str
-    goals: list[str] = field(default_factory=list)
-    error: str = ""
-    #: the sentence the prover refused (empty unless status is error or timeout)
-    failing_sentence: str = ""
-    cpu_seconds: float = 0.0
-
-
-@dataclass
-class SubmitResult:
-    #: verified or rejected
-    status: str
-    reason: str = ""
-    #: the file written (empty when rejected, or with --git)
-    written: str = ""
-    #: the branch made (with --git)
-    branch: str = ""
-    script: list[str] = field(default_factory=list)
-
-
-@dataclass
-class RunResult:
-    #: verified / rejected / failed (no strategy found a proof)
-    status: str
-    strategy: str = ""
-    script: list[str] = field(default_factory=list)
-    reason: str = ""
-    #: outcome of each strategy that ran
-    outcomes: dict[str, str] = field(default_factory=dict)
-    cpu_seconds: float = 0.0
-
-
-@dataclass
-class TicketInfo:
-    id: int
-    name: str
-    statement: str
-    state: str
-    priority: float
-    claimed_by: str
-    parent_hole_id: int | None
-
-
-def _ticket_info(ticket: Any) -> TicketInfo:
-    return TicketInfo(
-        ticket.id,
-        ticket.name,
-        ticket.statement,
-        ticket.state,
-        float(ticket.priority),
-        ticket.claimed_by or "",
-        ticket.parent_goal_id,
-    )
-
-
-@dataclass
 class _Located:
     path: Path
     text: str
-    hole: Hole
+    hole: Any
     goal_id: int
 
 
@@ -188,8 +98,9 @@ class AgentService:
         self.governor = CpuGovernor(
             orch.cpu_target, orch.max_light + orch.max_heavy, memory_budget_mb=orch.memory_budget_mb
         )
-        self.tools = WorkerTools(self.options, self.governor)
+        self.tools = Toolbox(self.options, self.governor.gate)
         self._strategies = list(strategies) if strategies is not None else None
+        self._runner: AttemptRunner | None = None
         self._run_id: int | None = None
         self._sampler: asyncio.Task[None] | None = None
 
@@ -280,14 +191,7 @@ class AgentService:
     def _sentences(self, located: _Located, script: str) -> tuple[str, ...]:
         """The script's sentences through the language's script gate (ScriptRejected if not)."""
         tools = self.tools.for_hole(located.hole)
-        if located.hole.goal.language == "lean":
-            lines = [line for line in script.splitlines() if line.strip()]
-            return tuple(tools.gate(lines))
-        try:
-            codes = [s.code for s in split_sentences(script)]
-        except OrchError as exc:
-            raise ScriptRejected(f"the script cannot be split into sentences: {exc}") from exc
-        return tuple(tools.gate(codes))
+        return tuple(tools.gate(tools.parse_script(script)))
 
     def _record(
         self,
@@ -323,17 +227,13 @@ class AgentService:
         tools = self.tools.for_hole(located.hole)
         errors = self.ledger.attempt_errors(located.hole.goal.fingerprint)
         started = time.monotonic()
+        side = backend_for(located.path).feature("agent")
         async with self.governor.slot(), tools.open_session(located.hole, located.text) as session:
-            if isinstance(session, CoqSession):
-                context = await gather_context(
-                    session, located.hole.goal, self.ledger.proved_statements(), errors
-                )
-                display = context.goal
-                premises = [Premise(n, s) for n, s in context.premises]
-                neighbours = [ProvedNeighbour(s, p) for s, p in context.neighbours]
-            else:
-                display = await show_goal(session, noop="skip")
-                premises, neighbours = [], []
+            display, found, near = await side.describe(
+                session, located.hole.goal, self.ledger.proved_statements(), errors
+            )
+            premises = [Premise(n, s) for n, s in found]
+            neighbours = [ProvedNeighbour(s, p) for s, p in near]
             cpu = session.cpu_seconds()
         self._record(
             located,
@@ -439,6 +339,8 @@ class AgentService:
         *,
         cpu: float = 0.0,
     ) -> SubmitResult:
+        """The one verify-and-write step (:func:`~..run.writing.verify_and_write`), under
+        the file's lock, on what the file holds now; or a git branch with ``--git``."""
         started = time.monotonic()
         async with file_lock(located.path, self.root / ".orch" / "locks"):
             # the file may have changed while we waited: work on what is on disk now
@@ -448,66 +350,39 @@ class AgentService:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
                 return SubmitResult("rejected", str(exc), script=list(sentences))
             tools = self.tools.for_hole(located.hole)
-            hole = located.hole
-            if not isinstance(hole, CoqHole) and hole.goal.language == "coq":
-                raise AgentError("a Coq goal without a Coq hole")  # pragma: no cover
-            patched = apply_patches(located.text, [Patch(hole, sentences)])
-            axioms = frozenset(tools.declared_axioms(located.text))
-            async with self.governor.slot():
-                cpu_before = tools.verifier.cpu_seconds
-                verdict = await tools.verifier.verify(
-                    located.path, located.text, patched, [hole.goal], axioms
-                )
-                cpu += tools.verifier.cpu_seconds - cpu_before
-            wall = time.monotonic() - started
-            if not verdict.accepted:
-                reason = f"{verdict.verdict.value}: {verdict.detail.strip()[-1500:]}"
-                self._record(
-                    located,
-                    client,
-                    Outcome.REJECTED,
-                    sentences,
-                    cpu=cpu,
-                    wall=wall,
-                    message=reason,
-                )
-                return SubmitResult("rejected", reason, script=list(sentences))
-            written, branch = "", ""
+            goal_report = GoalReport(
+                located.hole.goal, Outcome.CANDIDATE, strategy, sentences, hole=located.hole
+            )
+            file_report = FileReport(located.path, FileStatus.INTERRUPTED)
+            candidate = (located.hole, goal_report, located.goal_id)
             try:
-                if self.git is not None:
-                    branch = self._branch(located, sentences, strategy)
-                else:
-                    write_atomic(located.path, patched, located.text)
-                    written = self._relative(located.path)
+                async with self.governor.slot():
+                    cpu_before = tools.verifier.cpu_seconds
+                    done = await verify_and_write(
+                        located.path,
+                        located.text,
+                        [candidate],
+                        tools,
+                        self.ledger,
+                        self.run_id,
+                        "",
+                        file_report,
+                        write=self.git is None,
+                    )
+                    cpu += tools.verifier.cpu_seconds - cpu_before
+                branch = (
+                    self._branch(located, sentences, strategy)
+                    if done.accepted and (self.git is not None)
+                    else ""
+                )
             except (FileChangedError, OrchError) as exc:
-                self._record(
-                    located,
-                    client,
-                    Outcome.REJECTED,
-                    sentences,
-                    cpu=cpu,
-                    wall=wall,
-                    message=str(exc),
-                )
+                self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
                 return SubmitResult("rejected", str(exc), script=list(sentences))
-            diff = "".join(
-                difflib.unified_diff(
-                    located.text.splitlines(keepends=True),
-                    patched.splitlines(keepends=True),
-                    fromfile=str(located.path),
-                    tofile=str(located.path),
-                )
-            )
-            self.ledger.record_proof(
-                run_id=self.run_id,
-                goal_id=located.goal_id,
-                fingerprint=hole.goal.fingerprint,
-                sentences=sentences,
-                strategy=strategy,
-                prover_version="",
-                diff=diff,
-                written=bool(written),
-            )
+            wall = time.monotonic() - started
+            if not done.accepted:
+                # verify_and_write recorded the rejection with the verifier's reason
+                return SubmitResult("rejected", goal_report.message, script=list(sentences))
+            written = self._relative(located.path) if done.written else ""
             self._record(
                 located,
                 client,
@@ -536,77 +411,44 @@ class AgentService:
 
     # -- the portfolio on one hole -----------------------------------------------------------
 
-    def strategies_for(self, language: str) -> list[Strategy]:
+    def strategies(self) -> list[Strategy]:
+        """The lineup ``orch fill`` runs with the same settings (``--allow-import`` included)."""
         if self._strategies is None:
+            self._strategies = build_lineup(self.options.orch, self.ledger, root=self.root)
+        return self._strategies
+
+    def runner(self) -> AttemptRunner:
+        """The attempt engine of this service, made on first use (its bandit is seeded)."""
+        if self._runner is None:
             orch = self.options.orch
-            self._strategies = default_strategies(self.ledger, orch.profile)
-            if orch.use_llm or orch.profile >= 2:
-                self._strategies += llm_strategies(
-                    self.ledger, self.root, budget_usd=orch.llm_budget_usd
-                )
-        return [s for s in self._strategies if language_of_strategy(s) == language]
+            bandit = Bandit(orch.bandit, random.Random(orch.seed), self.ledger.load_bandit())
+            self._runner = AttemptRunner(
+                self.ledger,
+                self.strategies(),
+                self.governor,
+                bandit,
+                self.options.budget,
+                run_id=lambda: self.run_id,
+                portfolio_width=orch.portfolio,
+                heavy_width=AttemptRunner.heavy_width(orch.max_heavy, orch.cpu_target),
+            )
+        return self._runner
 
     async def run_strategies(self, hole_id: int, cpu_s: float, client: str) -> RunResult:
+        """``orch fill``'s pass over one hole, through the same engine, then verify and write."""
         located = self._locate(hole_id)
         cpu_s = max(1.0, min(cpu_s, self.options.orch.budget_cap))
-        base = self.options.budget
-        budget = replace(
-            base,
-            cpu_seconds=cpu_s,
-            tactic_seconds=max(1.0, base.tactic_seconds * cpu_s / base.cpu_seconds),
-        )
-        strategies = {s.name: s for s in self.strategies_for(located.hole.goal.language)}
         tools = self.tools.for_hole(located.hole)
-        started = time.monotonic()
-        spent = 0.0
-
-        async def attempt(name: str, account: GoalBudget) -> StrategyResult:
-            nonlocal spent
-            strategy = strategies[name]
-            slot = (
-                self.governor.slot()
-                if getattr(strategy, "uses_slot", True)
-                else contextlib.nullcontext(None)
-            )
-            granted = 0.0
-            try:
-                async with slot:
-                    granted = account.grant(name)
-                    if granted <= 0:
-                        return StrategyResult(Outcome.TIMEOUT, message=NO_BUDGET_LEFT)
-                    part = replace(budget, cpu_seconds=granted)
-                    result = await run_attempt(tools, strategy, located.hole, located.text, part)
-            except (ProverError, PrefixError) as exc:
-                result = StrategyResult(Outcome.ERROR, message=str(exc))
-            account.settle(granted, result.cpu_seconds)
-            spent += result.cpu_seconds
-            return result
-
-        # the same pass as orch fill's: cpu_s for the goal, cheap strategies first,
-        # the expensive ones sharing the rest, in the order of the ledger's bandit
-        klass = goal_class(located.hole.goal.statement)
-        bandit = Bandit(self.options.orch.bandit, random.Random(), self.ledger.load_bandit())
-        heavy = {n: getattr(s, "weight", "light") == "heavy" for n, s in strategies.items()}
-        outcome = await goal_pass(
-            bandit.rank(klass, list(strategies)),
-            heavy,
-            {n: bandit.success_rate(klass, n) for n in strategies if heavy[n]},
-            cpu_s,
-            self.options.orch.portfolio,
-            attempt,
+        runner = self.runner()
+        state = FileState(
+            located.path, located.text, tools, FileReport(located.path, FileStatus.INTERRUPTED), 1
         )
+        report = GoalReport(located.hole.goal, Outcome.FAILED, hole=located.hole)
+        item = GoalItem(located.hole, state, located.goal_id, report, cpu_s)
+        outcome = await runner.goal_pass(item)
+        spent = report.cpu_seconds
         outcomes = {name: r.outcome.value for name, r in outcome.results.items()}
         if outcome.winner is None:
-            self._record(
-                located,
-                client,
-                Outcome.FAILED,
-                "",
-                cpu=spent,
-                wall=time.monotonic() - started,
-                message=f"run_strategies: {outcomes}",
-                budget=cpu_s,
-            )
             return RunResult(
                 "failed", outcomes=outcomes, cpu_seconds=spent, reason="no strategy found a proof"
             )
@@ -614,7 +456,7 @@ class AgentService:
         try:
             sentences = tuple(tools.gate(found.sentences))
         except ScriptRejected as exc:
-            self._record(located, client, Outcome.REJECTED, found.sentences, message=str(exc))
+            runner.record(item, outcome.winner, Outcome.REJECTED, found, str(exc))
             return RunResult("rejected", outcome.winner, list(found.sentences), str(exc), outcomes)
         submitted = await self._verify_and_write(
             located, sentences, outcome.winner, client, cpu=spent
@@ -635,14 +477,14 @@ class AgentService:
 
     def tickets(self) -> list[TicketInfo]:
         alive = [t for t in self.ledger.tickets() if t.state in ("open", "claimed")]
-        return [_ticket_info(t) for t in alive]
+        return [ticket_info(t) for t in alive]
 
     def claim_ticket(self, ticket_id: int, client: str) -> TicketInfo:
         self.ledger.expire_leases()
         ticket = self.ledger.claim_ticket(f"mcp:{client}", LEASE_SECONDS, ticket_id)
         if ticket is None:
             raise AgentError(f"ticket {ticket_id} is not open (claimed by another, or closed)")
-        return _ticket_info(ticket)
+        return ticket_info(ticket)
 
     async def complete_ticket(self, ticket_id: int, script: str, client: str) -> SubmitResult:
         """Check a helper lemma's proof in the parent goal's file, then complete the ticket."""
@@ -659,24 +501,19 @@ class AgentService:
             self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
             return SubmitResult("rejected", f"gate: {exc}")
         hole = located.hole
-        if not isinstance(hole, CoqHole):
-            raise AgentError("tickets are checked in Coq files only")
-        name = re.sub(r"\W", "_", ticket.name) or f"helper_{ticket_id}"
-        source = (
-            located.text[: hole.statement_start] + f"Lemma {name} : {ticket.statement}.\nProof.\n"
-        )
-        helper = replace(hole.goal, name=name, statement=f"Lemma {name} : {ticket.statement}.")
         tools = self.tools.for_hole(hole)
+        side = backend_for(located.path).feature("agent")
         started = time.monotonic()
-        async with self.governor.slot(), tools.prover.session(helper, source, len(source)) as s:
-            closed, assumptions = await s.qed_check(sentences, name, timeout=10.0)
-            cpu = s.cpu_seconds()
-        declared = set(tools.declared_axioms(located.text))
-        listed = re.findall(r"^(\S+) :", assumptions, re.M) if closed else []
-        new = [a for a in listed if a.rsplit(".", 1)[-1] not in declared]
-        ok = closed and ("Closed under the global context" in assumptions or not new)
+        async with self.governor.slot():
+            ok, reason, cpu = await side.check_helper(
+                tools,
+                hole,
+                located.text,
+                ticket.name or f"helper_{ticket_id}",
+                ticket.statement,
+                sentences,
+            )
         if not ok:
-            reason = assumptions.strip()[-1000:] if not closed else f"new assumptions: {new}"
             self._record(
                 located,
                 client,

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
+from ..backends import backend_named
 from ..errors import OrchError
-from ..lean.session import LeanProject
 from ..project.patch import write_atomic
 from ..workflows.blueprint import scan_declarations, sync
 from .common import (
@@ -43,7 +43,7 @@ def blueprint_sync_command(
     coverage. Nothing else in the file changes."""
     if not content.is_file():
         raise fail(f"{content} does not exist", EXIT_BAD_INPUT)
-    root = project or LeanProject.for_file(content.resolve()).root
+    root = project or backend_named("lean").project_root(content.resolve())
     sources = _lean_sources(root)
     if not sources:
         raise fail(f"no .lean files under {root}; pass --project", EXIT_BAD_INPUT)

@@ -12,8 +12,8 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
+from ..backends import project_root
 from ..config import ConfigError, Settings, load_settings
-from ..coq.project import project_for
 from ..errors import LedgerError, PathNotFound, ProverNotFound
 from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
@@ -72,7 +72,7 @@ def load_command_settings(anchor: Path, arguments: dict[str, object]) -> Setting
     """Settings for the project at ``anchor``; flags are the arguments named like fields."""
     flags = {name: arguments.get(name) for name in Settings.__slots__}
     try:
-        settings, _ = load_settings(project_for(anchor).root, flags)
+        settings, _ = load_settings(project_root(anchor), flags)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
     return settings
@@ -104,7 +104,7 @@ def fill_options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
 
 def open_ledger(db: str | None, anchor: Path) -> Ledger:
     """The ledger at ``db`` (a URL or an SQLite path), else the project's; exit 2 if unusable."""
-    url = db or default_ledger_url(project_for(anchor).root)
+    url = db or default_ledger_url(project_root(anchor))
     if "://" not in url:
         url = f"sqlite:///{Path(url).resolve()}"
     try:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from ..backends import project_root
 from ..config import ConfigError, env_name, load_settings
-from ..coq.project import project_for
 from ..errors import LedgerError
 from .common import (
     EXIT_BAD_INPUT,
@@ -103,7 +103,7 @@ def config_command(
     if not path.exists():
         raise fail(f"{path} does not exist", EXIT_BAD_INPUT)
     try:
-        settings, sources = load_settings(project_for(path).root)
+        settings, sources = load_settings(project_root(path))
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
     rows = [(name, getattr(settings, name), sources[name]) for name in settings.__slots__]

@@ -26,8 +26,7 @@ __all__ = [
     "admit_proofs",
     "declared_axioms",
     "functor_parameters",
-    "is_parameter",
-    "iter_proofs",
+        "iter_proofs",
     "module_parameters",
     "qed_proofs",
     "scan_coq_file",
@@ -207,11 +206,6 @@ def functor_parameters(text: str) -> dict[str, frozenset[str]]:
             modules = [name for kind, name in proof.scope if kind == "module"]
             found[".".join([*modules, proof.name])] = frozenset(proof.parameters)
     return found
-
-
-def is_parameter(key: str, parameters: frozenset[str]) -> bool:
-    """Whether an assumption (``O.lt_trans``) belongs to one of the module parameters."""
-    return "." in key and " " not in key and key.split(".", 1)[0] in parameters
 
 
 def scan_coq_text(path: Path, text: str) -> list[CoqHole]:

@@ -22,7 +22,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 
 from ..errors import (
-    ProjectError,
+    PrefixError,
     ProverCrashed,
     ProverError,
     ProverHung,
@@ -32,6 +32,7 @@ from ..errors import (
 from ..goals import Goal
 from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.process import run_command
+from ..provers.settings import CoqSettings
 from .coqtop import CoqTop
 from .syntax import Sentence, one_sentence, split_sentences
 
@@ -47,32 +48,6 @@ _SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*E
 #: working directory, the user's project: sessions turn the caches off before the goal
 #: (a warning, harmless, where Lia is not loaded)
 NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
-
-
-class PrefixError(ProjectError):
-    """The file's text before a hole does not load in coqtop."""
-
-
-@dataclass(frozen=True, slots=True)
-class CoqSettings:
-    """Knobs of the Coq backend, with their defaults."""
-
-    coqtop: str = "coqtop"
-    coqc: str = "coqc"
-    #: seconds to wait for coqtop's first prompt
-    start_timeout: float = 60.0
-    #: per-sentence guard while loading a file's prefix (long Qed's live there)
-    load_timeout: float = 600.0
-    #: added to a tactic's timeout before the process is declared hung
-    grace: float = 5.0
-    #: a process serves at most this many sessions
-    max_uses: int = 200
-    #: a process above this resident size is retired after its session
-    rss_cap: int = 2 * 1024**3
-    #: idle processes kept per prover
-    max_idle: int = 2
-    #: address-space cap of one coqtop, MiB (None: ``ORCH_PROVER_MEMORY_MB`` or 4 GiB)
-    memory_mb: int | None = None
 
 
 @dataclass(slots=True)

@@ -36,70 +36,23 @@ from ..goals import Goal
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
+from .audit import (
+    LOGICAL_ROOT,
+    from_outside,
+    is_parameter,
+    parse_assumptions,
+    without_section_variables,
+)
 from .coqtop import CoqTop
-from .holes import CoqHole, functor_parameters, is_parameter, qed_proofs, scan_coq_text
+from .holes import CoqHole, functor_parameters, qed_proofs, scan_coq_text
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
-_LOGICAL_ROOT = "OrchCheck"
-_HEADER = re.compile(r"^[A-Z][^:]*:$")
 _ERROR_LINE = re.compile(r'^File "[^"]*", line (\d+), characters', re.M)
-#: coqtop -emacs wraps notes ("Fetching opaque proofs from disk ...") in these tags
-_MESSAGE_TAGS = re.compile(r"<(infomsg|warning)>.*?</\1>", re.S)
-
-
-def parse_assumptions(output: str) -> frozenset[str]:
-    """The assumptions listed by ``Print Assumptions``, one key each.
-
-    ``name : type`` entries give ``name``; other entries (``X is assumed to be
-    guarded.``) are kept whole, prefixed by their header when it is not
-    ``Axioms:``.
-    """
-    keys: set[str] = set()
-    header = ""
-    output = _MESSAGE_TAGS.sub("", output)
-    for line in output.splitlines():
-        if not line.strip() or line.startswith((" ", "\t")):
-            continue
-        if line.strip() == "Closed under the global context":
-            continue
-        if _HEADER.match(line):
-            header = line
-            continue
-        if " : " in line and header in ("Axioms:", "Section Variables:", ""):
-            keys.add(line.split(" : ", 1)[0].strip())
-        elif header in ("Axioms:", ""):
-            keys.add(line.strip())
-        else:
-            keys.add(f"{header} {line.strip()}")
-    return frozenset(key.removeprefix(f"{_LOGICAL_ROOT}.") for key in keys)
 
 
 def _admitted(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
     return [(hole, ()) for hole in scan_coq_text(path, text)]
-
-
-def _without_section_variables(output: str) -> str:
-    """``Print Assumptions`` output without its ``Section Variables:`` block."""
-    kept: list[str] = []
-    skipping = False
-    for line in output.splitlines():
-        if _HEADER.match(line):
-            skipping = line.strip() == "Section Variables:"
-        if not skipping:
-            kept.append(line)
-    return "\n".join(kept)
-
-
-def _from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: str) -> str:
-    """An in-place key as the outside audit names it: ``bar`` in ``Make`` is ``stem.Make.bar``.
-
-    Inside the functor, a lemma of the same functor is printed by its short
-    name; the holes it stands for are known by their qualified names.
-    """
-    scope = name.rsplit(".", 1)[0] if "." in name else ""
-    qualified = f"{scope}.{key}" if scope else key
-    return f"{stem}.{qualified}" if qualified in lemmas else key
 
 
 @dataclass(slots=True)
@@ -150,7 +103,7 @@ class CoqVerifier:
         target = directory / path.name
         target.write_text(text, encoding="utf-8")
         run = await run_command(
-            [self.coqc, *self.flags, "-Q", str(directory), _LOGICAL_ROOT, str(target)],
+            [self.coqc, *self.flags, "-Q", str(directory), LOGICAL_ROOT, str(target)],
             cwd=self.cwd or str(path.parent),
             timeout=self.compile_timeout,
         )
@@ -167,8 +120,8 @@ class CoqVerifier:
     async def _assumptions(
         self, path: Path, build: _Build, names: Sequence[str]
     ) -> dict[str, frozenset[str]]:
-        module = f"{_LOGICAL_ROOT}.{path.stem}"
-        flags = [*self.flags, "-Q", str(build.directory), _LOGICAL_ROOT]
+        module = f"{LOGICAL_ROOT}.{path.stem}"
+        flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
         result: dict[str, frozenset[str]] = {}
         async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
             before = top.current
@@ -223,9 +176,9 @@ class CoqVerifier:
                     # hypotheses of the section, not axioms (closing the section
                     # generalizes the lemma over those it uses, and the whole file
                     # must still compile with that)
-                    keys = parse_assumptions(_without_section_variables(out.read_text("utf-8")))
+                    keys = parse_assumptions(without_section_variables(out.read_text("utf-8")))
                     result[name] = frozenset(
-                        _from_outside(key, name, ends, path.stem) for key in keys
+                        from_outside(key, name, ends, path.stem) for key in keys
                     )
         return result
 

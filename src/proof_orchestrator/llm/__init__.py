@@ -1,19 +1,17 @@
-"""Language models as proposers of Coq proofs (the ``llm`` strategy's outside seam).
+"""Language models as proposers of proofs (the ``llm`` strategy's outside seam).
 
 * :mod:`.settings`: provider, model, key, sampling, prices, budget
   (``ORCH_LLM_*`` and the ``[llm]`` table of ``orch.toml``);
 * :mod:`.providers`: OpenAI-compatible Chat Completions and Anthropic
   Messages through the official SDKs, with bounded retries (tenacity);
-* :mod:`.prompt`: the prompt (goal, hypotheses, premises, nearest proofs,
-  earlier errors) and the parsing of replies into sentences;
 * :mod:`.client`: the response cache in the ledger, the USD budget and the
   concurrency limit of model calls.
 
-A model only proposes: every script it writes goes through the script gate
-and the prover like any other candidate.
+The prompts and the parsing of replies are the prover's: Coq's are in
+``coq/strategies/llm_prompt.py``. A model only proposes: every script it
+writes goes through the script gate and the prover like any other candidate.
 """
 
-from ..coq.strategies.llm_prompt import PromptContext, parse_script, parse_tactics
 from .client import LLMClient, Sample
 from .providers import Completion, Provider, make_provider
 from .settings import LLMSettings, llm_off_reason, load_llm_settings
@@ -22,12 +20,9 @@ __all__ = [
     "Completion",
     "LLMClient",
     "LLMSettings",
-    "PromptContext",
     "Provider",
     "Sample",
     "llm_off_reason",
     "load_llm_settings",
     "make_provider",
-    "parse_script",
-    "parse_tactics",
 ]

@@ -14,13 +14,17 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ..coq.strategies.llm_prompt import prompt_hash
 from ..errors import ModelBudgetExhausted
 from ..ledger import Ledger
 from .providers import Provider
 from .settings import LLMSettings
 
-__all__ = ["LLMClient", "Sample"]
+__all__ = ["LLMClient", "Sample", "prompt_hash"]
+
+
+def prompt_hash(system: str, prompt: str) -> str:
+    """The cache key of a request: its system text and prompt."""
+    return hashlib.sha256(f"{system}\x00{prompt}".encode()).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

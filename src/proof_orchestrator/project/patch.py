@@ -16,29 +16,26 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from ..coq.holes import CoqHole
-from ..coq.syntax import sentence_keyword, split_sentences
 from ..errors import FileChangedError, FileWriteError
-from ..lean.holes import LeanHole
 
-__all__ = ["ALLOWED_IMPORTS", "Patch", "apply_patches", "import_insertion", "write_atomic"]
-
-#: the only imports a proof may bring into a file, by the name ``--allow-import`` gives them
-ALLOWED_IMPORTS = {"hammer-tactics": "From Hammer Require Import Tactics."}
+__all__ = ["Patch", "apply_patches", "write_atomic"]
 
 
 @dataclass(frozen=True, slots=True)
 class Patch:
-    hole: CoqHole | LeanHole
+    #: a hole of any backend (see :class:`~..provers.backend.Hole`)
+    hole: Any
     sentences: tuple[str, ...]
     #: helper lemmas (whole declarations) inserted just before the hole's declaration
     helpers: tuple[str, ...] = ()
-    #: imports the proof needs (values of :data:`ALLOWED_IMPORTS`), added once per file
+    #: imports the proof needs (allowed ones only: the backend places them), added once per file
     imports: tuple[str, ...] = ()
 
     def replacement(self) -> str:
-        return self.hole.replacement(self.sentences)
+        text: str = self.hole.replacement(self.sentences)
+        return text
 
     def insertion(self, text: str) -> str:
         """The helpers' text as inserted before the declaration (with its indentation)."""
@@ -50,39 +47,13 @@ class Patch:
         return "".join(f"{h}\n\n{indent}" for h in self.helpers)
 
 
-def import_insertion(text: str, patches: Sequence[Patch]) -> tuple[int, str]:
-    """Where the patches' imports go in ``text``, and the text inserted there ("" if none).
-
-    Each import goes in once, on its own line after the last ``Require`` that
-    comes before the first hole needing it (at the top of the file when there
-    is none), unless the file has that exact sentence already.
-    """
-    needing = [p for p in patches if p.imports]
-    if not needing:
-        return 0, ""
-    first = min(p.hole.statement_start for p in needing)
-    sentences = split_sentences(text[:first])
-    present = {s.code for s in sentences}
-    wanted = [i for i in dict.fromkeys(i for p in needing for i in p.imports) if i not in present]
-    if any(i not in ALLOWED_IMPORTS.values() for i in wanted):
-        raise ValueError(f"not an allowed import: {wanted!r}")
-    if not wanted:
-        return 0, ""
-    requires = [s for s in sentences if _is_require(s.code)]
-    if requires:
-        return requires[-1].end, "".join(f"\n{i}" for i in wanted)
-    return 0, "".join(f"{i}\n" for i in wanted)
-
-
-def _is_require(code: str) -> bool:
-    keyword = sentence_keyword(code)
-    return keyword == "Require" or (keyword == "From" and "Require" in code.split())
-
-
-def apply_patches(text: str, patches: Sequence[Patch]) -> str:
+def apply_patches(
+    text: str, patches: Sequence[Patch], import_insertion: tuple[int, str] = (0, "")
+) -> str:
     """Replace each patched hole's proof span (and insert its helpers before its declaration,
-    its imports after the file's ``Require``s); every other byte stays as it was."""
-    at, imports = import_insertion(text, patches)
+    and ``import_insertion``'s text at its offset, as the backend places the imports);
+    every other byte stays as it was."""
+    at, imports = import_insertion
     ordered = sorted(patches, key=lambda p: p.hole.proof_start, reverse=True)
     for earlier, later in zip(ordered[1:], ordered, strict=False):
         if earlier.hole.proof_end > later.hole.proof_start:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import SourceSyntaxError, UnreadableSource
-from .holes import Hole, scan_text
+from ..errors import UnreadableSource
 
-__all__ = ["line_and_column", "load_source", "read_source"]
+__all__ = ["line_and_column", "read_source"]
 
 #: a NUL byte this early means a binary file, not source text
 _BINARY_PROBE = 8192
@@ -47,16 +46,3 @@ def read_source(path: Path) -> str:
             f"{path}: is not UTF-8: byte 0x{data[exc.start]:02x} at offset {exc.start} "
             f"(line {line}, byte {column} of the line); save the file as UTF-8"
         ) from exc
-
-
-def load_source(path: Path) -> tuple[str, list[Hole]]:
-    """The text of ``path`` and its holes; :class:`UnreadableSource` names the file and place."""
-    text = read_source(path)
-    try:
-        return text, scan_text(path, text)
-    except SourceSyntaxError as exc:
-        where = ""
-        if exc.offset is not None:
-            line, column = line_and_column(text, exc.offset)
-            where = f" at line {line}, column {column}"
-        raise UnreadableSource(f"{path}: {exc.reason}{where}") from exc

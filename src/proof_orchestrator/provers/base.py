@@ -155,10 +155,21 @@ class VerificationResult:
 class Verifier(Protocol):
     """Checks whole files."""
 
+    #: CPU seconds its compilations and audits have used so far
+    cpu_seconds: float
+
     async def compiles(self, path: Path, text: str) -> tuple[bool, str]:
         """Does ``text`` compile as the content of ``path``? Returns (ok, output)."""
 
     async def verify(
-        self, path: Path, original: str, patched: str, goals: Sequence[Goal]
+        self,
+        path: Path,
+        original: str,
+        patched: str,
+        goals: Sequence[Goal],
+        declared_axioms: frozenset[str] = frozenset(),
     ) -> VerificationResult:
-        """Recompile ``patched`` and audit the axioms of ``goals`` against ``original``."""
+        """Recompile ``patched`` and audit the axioms of ``goals`` against ``original``
+        (``declared_axioms``: what the file declares itself, the user's own trust)."""
+
+    async def aclose(self) -> None: ...

@@ -14,22 +14,19 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from ..coq.session import PrefixError
-from ..coq.verify import CoqVerifier
-from ..errors import ProverError
+from ..backends import backend_for, scan_text
+from ..errors import PrefixError, ProverError
 from ..goals import Budget, Outcome
-from ..lean.session import LeanVerifier
 from ..ledger import Ledger
-from ..project.holes import Hole, scan_text
-from ..project.patch import Patch, apply_patches, import_insertion
-from ..provers.base import TacticStatus, Verdict, VerificationResult
+from ..project.patch import Patch, apply_patches
+from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 __all__ = ["blamed_candidates", "replay_script", "verify_candidates", "waits_on_holes"]
 
 
 async def replay_script(
-    hole: Hole,
+    hole: Any,
     opening: AbstractAsyncContextManager[Any],
     sentences: tuple[str, ...],
     budget: Budget,
@@ -62,7 +59,7 @@ async def verify_candidates(
     path: Path,
     text: str,
     candidates: list[Candidate],
-    verifier: CoqVerifier | LeanVerifier,
+    verifier: Verifier,
     axioms: set[str],
     ledger: Ledger,
     run_id: int,
@@ -74,6 +71,7 @@ async def verify_candidates(
         return []
     cpu_before = verifier.cpu_seconds
 
+    backend = backend_for(path)
     hole_names = {h.goal.qualified_name for h in scan_text(path, text)}
 
     def reject(item: Candidate, detail: str) -> None:
@@ -102,9 +100,8 @@ async def verify_candidates(
         )
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
-        patched = apply_patches(
-            text, [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
-        )
+        patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
+        patched = apply_patches(text, patches, backend.import_insertion(text, patches))
         goals = [h.goal for h, _, _ in chosen]
         return await verifier.verify(path, text, patched, goals, frozenset(axioms))
 
@@ -121,7 +118,7 @@ async def verify_candidates(
         if result.accepted:
             accepted = remaining
             break
-        blamed = blamed_candidates(text, remaining, result)
+        blamed = blamed_candidates(path, text, remaining, result)
         if not blamed:
             failures: dict[int, str] = {}
             while remaining:
@@ -169,7 +166,7 @@ def waits_on_holes(
 
 
 def blamed_candidates(
-    text: str, chosen: list[Candidate], result: VerificationResult
+    path: Path, text: str, chosen: list[Candidate], result: VerificationResult
 ) -> list[Candidate]:
     """The candidates that a failed verification points at."""
     if result.verdict is Verdict.NEW_ASSUMPTIONS:
@@ -178,7 +175,7 @@ def blamed_candidates(
     if result.error_line is None:
         return []
     patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
-    at, imports = import_insertion(text, patches)
+    at, imports = backend_for(path).import_insertion(text, patches)
     added = imports.count("\n")
     if added:
         # the imports' own lines: blame the proofs that need them

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -38,29 +39,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..coq.project import project_for
-from ..coq.session import PrefixError
-from ..coq.strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
-from ..errors import OrchError, ProverError
+from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
-from ..lean.session import LeanProject
-from ..lean.strategies.tactics import LeanQuickStrategy
-from ..project.holes import Hole, language_of
 from ..provers.tasks import cancel_and_wait
 from ..scheduler.governor import CpuGovernor, _tree_cpu
 from ..strategies.base import Strategy, StrategyResult
-from .lineup import strong_strategies
+from .attempts import run_attempt
+from .lineup import build_lineup
 from .reports import FillOptions
-from .tools import LeanTools, ProjectTools
+from .toolbox import Toolbox
 
 __all__ = [
     "AttemptDone",
     "AttemptRequest",
     "ExecutorError",
     "RayExecutor",
-    "WorkerTools",
     "make_strategies",
-    "run_attempt",
 ]
 
 log = logging.getLogger(__name__)
@@ -74,7 +68,7 @@ class ExecutorError(OrchError):
 class AttemptRequest:
     """Everything a worker needs for one attempt (plain, picklable data)."""
 
-    hole: Hole
+    hole: Any
     #: the file's text the goal was found in
     text: str
     strategy: str
@@ -128,69 +122,10 @@ MAX_RESENDS = 5
 UNAVAILABLE_SECONDS = 300.0
 
 
-def make_strategies(popular: Sequence[str], allow_tactics_import: bool = False) -> list[Strategy]:
-    """Every strategy, built without the ledger (the cached scripts are passed in)."""
-    return [
-        MicroStrategy(),
-        InductionStrategy(),
-        CachedStrategy(popular),
-        LeanQuickStrategy(),
-        *strong_strategies((), allow_tactics_import),
-    ]
-
-
-async def run_attempt(
-    tools: Any,
-    strategy: Strategy,
-    hole: Hole,
-    text: str,
-    budget: Budget,
-    on_cancel: Callable[[float], None] | None = None,
-    *,
-    on_session: Callable[[Any], None] | None = None,
-) -> StrategyResult:
-    """Open a session at ``hole`` with ``tools`` and run ``strategy`` in it.
-
-    ``on_session`` is given the session once it is open (the live view reads
-    its CPU). On cancellation, ``on_cancel`` is told the CPU the session had used.
-    """
-    async with tools.open_session(hole, text) as session:
-        if on_session is not None:
-            on_session(session)
-        try:
-            result: StrategyResult = await strategy.prove(session, hole.goal, budget)
-        except asyncio.CancelledError:
-            if on_cancel is not None:
-                on_cancel(session.cpu_seconds())
-            raise
-        return result
-
-
-class WorkerTools:
-    """The provers of the projects one process works on, made on first use."""
-
-    def __init__(self, options: FillOptions, governor: CpuGovernor) -> None:
-        self.options = options
-        self.governor = governor
-        self._tools: dict[tuple[str, ...], Any] = {}
-
-    def for_hole(self, hole: Hole) -> Any:
-        path = hole.goal.file
-        if language_of(path) == "lean":
-            lean = LeanProject.for_file(path)
-            key: tuple[str, ...] = ("lean", str(lean.root))
-            if key not in self._tools:
-                self._tools[key] = LeanTools(lean, self.options, self.governor)
-            return self._tools[key]
-        project = project_for(path)
-        if project.flags not in self._tools:
-            self._tools[project.flags] = ProjectTools(project, self.options, self.governor)
-        return self._tools[project.flags]
-
-    async def aclose(self) -> None:
-        for tools in self._tools.values():
-            await tools.aclose()
-        self._tools.clear()
+def make_strategies(options: FillOptions, popular: Sequence[str]) -> list[Strategy]:
+    """Every strategy an executor may be asked to run, built without the ledger."""
+    settings = dataclasses.replace(options.orch, profile=max(1, options.orch.profile))
+    return build_lineup(settings, None, popular=popular)
 
 
 class ProverWorker:
@@ -205,7 +140,7 @@ class ProverWorker:
         self.governor = CpuGovernor(
             cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
         )
-        self.tools = WorkerTools(options, self.governor)
+        self.tools = Toolbox(options, self.governor.gate)
         self._sampler: asyncio.Task[None] | None = None
         self.served = 0
         #: the files this actor has worked on (its provers keep them loaded)
@@ -216,8 +151,7 @@ class ProverWorker:
 
         if self._sampler is None:
             self._sampler = asyncio.create_task(self.governor.run(), name="node-governor")
-        allow = "hammer-tactics" in self.options.orch.allowed_imports
-        strategies = {s.name: s for s in make_strategies(request.popular, allow)}
+        strategies = {s.name: s for s in make_strategies(self.options, request.popular)}
         strategy = strategies[request.strategy]
         tools = self.tools.for_hole(request.hole)
         self.served += 1

@@ -35,19 +35,25 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
-from ..coq.project import load_coqproject, project_for
-from ..coq.session import CoqProver
-from ..coq.strategies.llm import llm_strategies
+from ..backends import (
+    SOURCE_SUFFIXES,
+    backend_for,
+    backend_named,
+    backends,
+    language_of,
+    load_source,
+)
 from ..errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
-from ..goals import Outcome
-from ..lean.session import LeanProject
+from ..goals import Budget, Outcome
 from ..ledger import Ledger
-from ..project.holes import SOURCE_SUFFIXES, Hole, language_of
-from ..project.source import load_source
 from ..scheduler.governor import CpuGovernor
+from ..search.features import nearest_first
 from ..strategies.base import Strategy
-from .executors import RayExecutor
+from .attempts import FileState, GoalItem
+from .executors import AttemptRequest, RayExecutor
+from .lineup import build_lineup
 from .live import LivePublisher
 from .reports import (
     CANDIDATE_REPLAY,
@@ -60,15 +66,8 @@ from .reports import (
     GoalReport,
     summarize,
 )
-from .worker import (
-    FileState,
-    GoalItem,
-    GoalRun,
-    LeanTools,
-    ProjectTools,
-    Tools,
-    default_strategies,
-)
+from .toolbox import Toolbox, tool_settings
+from .worker import GoalRun
 
 __all__ = [
     "CANDIDATE_REPLAY",
@@ -79,7 +78,6 @@ __all__ = [
     "FillReport",
     "GoalReport",
     "collect_files",
-    "default_strategies",
     "fill",
     "scan",
 ]
@@ -97,8 +95,9 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
             raise PathNotFound(f"{path} does not exist")
-        if path.name == "_CoqProject":
-            files.extend(load_coqproject(path).files)
+        listed = _project_files(path)
+        if listed is not None:
+            files.extend(listed)
         elif path.is_dir():
             files.extend(
                 p
@@ -118,8 +117,17 @@ def collect_files(paths: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(p.resolve() for p in files))
 
 
+def _project_files(path: Path) -> list[Path] | None:
+    """The files a project description (``_CoqProject``) lists; None for any other path."""
+    for language in dict.fromkeys(SOURCE_SUFFIXES.values()):
+        listed = backend_named(language).project_files(path)
+        if listed is not None:
+            return listed
+    return None
+
+
 #: one scanned file: (path, its text or None if unreadable, its holes, the error if any)
-Scanned = tuple[Path, str | None, list[Hole], str]
+Scanned = tuple[Path, str | None, list[Any], str]
 
 
 def scan(files: Iterable[Path]) -> list[Scanned]:
@@ -149,10 +157,8 @@ async def fill(
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
-        strategies = default_strategies(ledger, options.orch.profile, options.orch.allowed_imports)
-        if options.orch.use_llm or options.orch.profile >= 2:
-            root = project_for(files[0]).root if files else None
-            strategies += llm_strategies(ledger, root, budget_usd=options.orch.llm_budget_usd)
+        root = backend_for(files[0]).project_root(files[0]) if files else None
+        strategies = build_lineup(options.orch, ledger, root=root)
     report = FillReport()
     started = time.monotonic()
     scanned = scan(files)
@@ -186,7 +192,7 @@ async def fill(
         governor=governor,
         extra={"command": options.command, "executor": options.orch.executor},
     )
-    tools: dict[tuple[str, ...], Tools] = {}
+    tools = Toolbox(options, governor.gate)
     status = "finished"
     error: OrchError | None = None
     executor: RayExecutor | None = None
@@ -194,7 +200,8 @@ async def fill(
         if options.orch.executor == "ray":
             executor = RayExecutor(options, options.orch.ray_address)
             await executor.start()
-            run.executor = executor
+            run.runner.executor = executor
+            run.runner.request = _requests(ledger)
         async with asyncio.TaskGroup() as group:
             sampler = group.create_task(governor.run(), name="cpu-governor")
             live = group.create_task(publisher.run(), name="live-publisher")
@@ -230,8 +237,7 @@ async def fill(
             except Exception as exc:
                 log.warning("the Ray workers' figures could not be collected: %r", exc)
             await executor.aclose()
-        for project_tools in tools.values():
-            await project_tools.aclose()
+        await tools.aclose()
         report.wall_seconds = time.monotonic() - started
         summary = summarize(report)
         summary["cpu_target"] = options.orch.cpu_target
@@ -265,42 +271,36 @@ def _orch_error(exc: BaseException) -> OrchError | None:
     return None
 
 
-async def _versions(files: Sequence[Path], options: FillOptions) -> str:
-    """The provers' versions, for the languages among ``files``."""
-    languages = {language_of(p) for p in files}
-    versions: list[str] = []
-    if "coq" in languages or not languages:
-        probe = CoqProver(settings=options.coq)
-        versions.append(await probe.version())
-        await probe.aclose()
-    if "lean" in languages:
-        toolchains = sorted(
-            {LeanProject.for_file(p).toolchain for p in files if p.suffix == ".lean"}
+def _requests(ledger: Ledger) -> Callable[[GoalItem, str, Budget], AttemptRequest]:
+    """What the driver sends an executor for one attempt (the ledger stays here)."""
+    popular = tuple(ledger.popular_scripts())
+    proved = {b.language: ledger.proved_statements(b.language) for b in backends()}
+
+    def request(item: GoalItem, name: str, budget: Budget) -> AttemptRequest:
+        goal = item.hole.goal
+        near = nearest_first(goal.statement, proved.get(goal.language, []), popular)
+        return AttemptRequest(
+            item.hole, item.file.text, name, budget, tuple(near), route=str(goal.file)
         )
-        versions.append("lean " + (", ".join(t for t in toolchains if t) or "(no lean-toolchain)"))
+
+    return request
+
+
+async def _versions(files: Sequence[Path], options: FillOptions) -> str:
+    """The provers' versions, for the languages among ``files`` (Coq's when there is none)."""
+    present = {language_of(p) for p in files}
+    languages = [b.language for b in backends() if b.language in present] or ["coq"]
+    settings = tool_settings(options)
+    versions = [
+        await backend_named(language).version(
+            [p for p in files if language_of(p) == language], settings
+        )
+        for language in languages
+    ]
     return "; ".join(versions)
 
 
-def _tools_for(path: Path, run: GoalRun, tools: dict[tuple[str, ...], Tools]) -> Tools:
-    """The prover and verifier of ``path``'s project, made once per project."""
-    if language_of(path) == "lean":
-        lean = LeanProject.for_file(path)
-        key = ("lean", str(lean.root))
-        if key not in tools:
-            tools[key] = LeanTools(lean, run.options, run.governor)
-        return tools[key]
-    project = project_for(path)
-    if project.flags not in tools:
-        tools[project.flags] = ProjectTools(project, run.options, run.governor)
-    return tools[project.flags]
-
-
-async def _plan(
-    run: GoalRun,
-    scanned: list[Scanned],
-    tools: dict[tuple[str, ...], Tools],
-    sessions: int,
-) -> None:
+async def _plan(run: GoalRun, scanned: list[Scanned], tools: Toolbox, sessions: int) -> None:
     """Check that each file compiles, and queue its goals."""
     report = run.report
     run.live.total = sum(len(holes) for _, _, holes, _ in scanned)
@@ -311,7 +311,7 @@ async def _plan(
         if not holes:
             report.files.append(FileReport(path, FileStatus.DONE))
             continue
-        project_tools = _tools_for(path, run, tools)
+        project_tools = tools.for_path(path)
         file_report = FileReport(path, FileStatus.INTERRUPTED, original_text=text)
         report.files.append(file_report)
         try:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..coq.session import CoqSettings
 from ..goals import Budget, Goal, Outcome
-from ..project.holes import Hole
+from ..provers.settings import CoqSettings, LeanSettings
 
 __all__ = [
     "CANDIDATE_REPLAY",
@@ -60,7 +59,7 @@ class GoalReport:
     wall_seconds: float = 0.0
     message: str = ""
     #: where the goal is in its file (for patching it elsewhere, e.g. in a git worktree)
-    hole: Hole | None = None
+    hole: Any = None
     #: helper lemmas the proof needs, inserted before the declaration (the market)
     helpers: tuple[str, ...] = ()
     #: imports the proof needs, added after the file's ``Require``s (``--allow-import``)
@@ -121,6 +120,7 @@ class FillOptions:
     #: reuse proofs from the ledger instead of searching again
     reuse: bool = True
     coq: CoqSettings = field(default_factory=CoqSettings)
+    lean: LeanSettings = field(default_factory=LeanSettings)
     orch: Settings = field(default_factory=Settings)
     command: str = "fill"
     #: lemma names (short or qualified) the user wants first: +10 priority each
@@ -131,7 +131,7 @@ class FillOptions:
 
 GoalCallback = Callable[[GoalReport], None]
 #: a hole, its report and its ledger goal id
-Candidate = tuple[Hole, GoalReport, int]
+Candidate = tuple[Any, GoalReport, int]
 
 
 def summarize(report: FillReport) -> dict[str, object]:

@@ -15,9 +15,10 @@ import math
 import re
 import zlib
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COQ", "LEAN", "GoalSyntax", "TacticModel", "features", "similarity"]
+__all__ = ["COQ", "LEAN", "GoalSyntax", "TacticModel", "features", "nearest_first", "similarity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +120,23 @@ class TacticModel:
             if score > 0:
                 votes[tactic] = votes.get(tactic, 0.0) + score
         return sorted(votes.items(), key=lambda p: -p[1])[:k]
+
+
+def nearest_first(
+    statement: str,
+    proved: Sequence[tuple[str, Sequence[str]]],
+    popular: Sequence[str],
+    k: int = 6,
+) -> list[str]:
+    """The one-sentence proofs of the ``k`` most similar proved statements, then ``popular``."""
+    query = features(statement)
+    ranked = sorted(
+        (
+            (similarity(query, features(text)), script)
+            for text, script in proved
+            if len(script) == 1
+        ),
+        key=lambda pair: -pair[0],
+    )
+    near = [script[0] for score, script in ranked[:k] if score > 0]
+    return list(dict.fromkeys([*near, *popular]))

@@ -17,12 +17,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..provers.base import ProofState, TacticResult
 from .features import GoalSyntax
 
-__all__ = ["Hypothesis", "ProofStates", "hypotheses"]
+__all__ = ["Hypothesis", "ProofStates", "hypotheses", "show_goal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,3 +88,13 @@ def hypotheses(goal: str, syntax: GoalSyntax) -> list[Hypothesis]:
         names, kind = left.replace(",", " ").split(), right
     out += [Hypothesis(n, kind.strip()) for n in names]
     return out
+
+
+async def show_goal(session: Any, seconds: float = 2.0, *, noop: str = "idtac.") -> str:
+    """The goal at the session's root as the prover prints it (the session is left at its root).
+
+    ``noop`` is the language's do-nothing tactic (Lean: ``skip``).
+    """
+    shown = await session.run_tactic(noop, session.root, timeout=seconds)
+    await session.back_to(session.root)
+    return "\n\n".join(shown.goals)

@@ -33,20 +33,30 @@ class StrategyResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     llm_seconds: float = 0.0
+    #: what the user could do to let a proof the strategy found through (an import to allow)
+    hint: str = ""
 
 
 class Strategy(Protocol):
     """A way of proving goals of one language.
 
-    A strategy may say ``language = "lean"``; without it, it works on Coq
-    goals. ``prove`` receives a session of that language's prover
-    (:class:`~proof_orchestrator.coq.session.CoqSession` or
-    :class:`~proof_orchestrator.lean.session.LeanSession`).
+    Its traits are declared data, read by the engine as they are: ``language``
+    (the goals it works on), ``weight`` (which slots it uses), ``uses_slot``
+    (False: it waits on its own limit, a model's, not on a CPU slot) and
+    ``needs_ledger`` (it keeps state in the ledger, so it runs where the ledger
+    is, never in a remote executor). ``prove`` receives a session of that
+    language's prover.
     """
 
     #: a short stable name, used in the ledger and in reports
     name: str
     #: "light" (quick tactics) or "heavy" (search, hammer): which slots it uses
     weight: str
+    #: the language of the goals it works on ("coq", "lean")
+    language: str
+    #: it runs in a CPU slot of the governor (a model call waits on its own limit)
+    uses_slot: bool
+    #: it needs the ledger (it runs on the driver, never in a remote executor)
+    needs_ledger: bool
 
     async def prove(self, session: Any, goal: Goal, budget: Budget) -> StrategyResult: ...

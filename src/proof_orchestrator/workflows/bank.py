@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..coq.holes import scan_coq_file
+from ..backends import load_source
 from ..errors import PathNotFound
 from ..goals import Outcome
 from ..ledger import Ledger
@@ -77,7 +77,7 @@ async def _recheck(files: list[Path], flags: list[str]) -> dict[str, Any]:
         cpu += run.cpu_seconds
         if run.returncode == 0:
             compiled += 1
-        remaining[path.stem] = [hole.goal.name for hole in scan_coq_file(path)]
+        remaining[path.stem] = [hole.goal.name for hole in load_source(path)[1]]
     return {
         "files": len(files),
         "compiled": compiled,

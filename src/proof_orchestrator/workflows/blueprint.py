@@ -20,8 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..backends import backend_named
 from ..errors import ProjectError
-from ..lean.holes import declarations
 
 __all__ = [
     "BlueprintNode",
@@ -133,12 +133,7 @@ def parse_blueprint(text: str) -> list[BlueprintNode]:
 def scan_declarations(paths: Iterable[Path]) -> LeanDeclarations:
     """Every declaration in the given ``.lean`` files, with whether it contains ``sorry``
     (an ``axiom`` counts as unproved)."""
-    sorry: dict[str, bool] = {}
-    for path in paths:
-        for declaration in declarations(path.read_text(encoding="utf-8")):
-            unproved = declaration.has_sorry or declaration.keyword == "axiom"
-            sorry[declaration.name] = sorry.get(declaration.name, False) or unproved
-    return LeanDeclarations(sorry)
+    return LeanDeclarations(backend_named("lean").feature("declarations")(list(paths)))
 
 
 def _set_leanok(text: str, node: BlueprintNode, wanted: bool, after: int) -> tuple[str, int]:

@@ -36,7 +36,7 @@ A proof counts only after ``Qed`` succeeds in the session and ``Print
 Assumptions`` shows no axiom other than those the file declares itself and
 the file's trust base as ``orch fill``'s audit allows it (the library axioms
 the file's finished proofs rest on), here position-faithful: the axioms of
-the ``Qed`` proofs *before* the goal (:class:`TrustBase`). The
+the ``Qed`` proofs *before* the goal (``coq/audit.py``'s ``TrustBase``). The
 report gives, per arm, the solved count and rate, CPU seconds and PAR-2
 (the mean of the CPU time of solved goals and twice the budget for the
 others), and, for the portfolio, which strategy proved what.
@@ -55,11 +55,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import multiprocessing
 import random
-import re
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -69,39 +67,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..backends import backend_for
 from ..config import Settings
-from ..coq.holes import CoqHole, declared_axioms, functor_parameters, is_parameter, qed_proofs
-from ..coq.project import project_for
-from ..coq.script import check_script
-from ..coq.session import CoqProver, CoqSession, CoqSettings, PrefixError
-from ..coq.strategies.hammer import (
-    HAMMER_PREAMBLE,
-    HammerStrategy,
-    hammer_environment,
-    reconstruction,
-)
-from ..coq.strategies.micro import _QuickTactics
-from ..coq.strategies.search import SearchStrategy
-from ..errors import OrchError, ProverError, ScriptRejected
+from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
-from ..provers.base import TacticStatus
+from ..run.attempts import NO_BUDGET_LEFT, FileState, GoalItem
+from ..run.lineup import build_lineup
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
-from ..run.worker import (
-    NO_BUDGET_LEFT,
-    FileState,
-    GoalItem,
-    GoalRun,
-    ProjectTools,
-    default_strategies,
-)
+from ..run.toolbox import Toolbox
+from ..run.worker import GoalRun
 from ..scheduler.governor import CpuGovernor
 from ..strategies.base import StrategyResult
 
 __all__ = [
     "ARMS",
     "BASELINES",
-    "TACTICS_BASELINE",
     "EvalError",
     "GoalRow",
     "evaluate",
@@ -109,21 +90,6 @@ __all__ = [
     "write_result",
 ]
 
-#: the fixed tactic list of the ``tactics`` baseline
-TACTICS_BASELINE = (
-    "trivial.",
-    "auto.",
-    "easy.",
-    "intuition.",
-    "tauto.",
-    "congruence.",
-    "firstorder.",
-    "eauto.",
-    "intros; auto with *.",
-    "intros; subst; auto.",
-    "intros; simpl; auto.",
-    "intros; lia.",
-)
 ARMS = ("portfolio", "hammer", "hammer-capped", "tactics")
 #: the peers ``--baseline`` accepts
 BASELINES = ARMS[1:]
@@ -133,12 +99,12 @@ class EvalError(OrchError):
     """The files cannot be evaluated as asked."""
 
 
-class _FixedTactics(_QuickTactics):
-    name = "tactics"
-
-    async def scripts(self, session: CoqSession) -> list[str]:
-        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
-        return [t for t in TACTICS_BASELINE if "lia" not in t or lia is not None]
+def _evaluation(path: Path) -> Any:
+    """The Coq side of the evaluation (the backend's ``evaluation`` feature) for ``path``."""
+    try:
+        return backend_for(path).feature("evaluation")
+    except (ValueError, OrchError) as exc:
+        raise EvalError(f"{path}: orch eval evaluates Coq files only ({exc})") from exc
 
 
 @dataclass(slots=True)
@@ -174,44 +140,6 @@ def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
     return total / len(rows)
 
 
-async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list[str]:
-    """Logical names that CoqHammer's load brings in, among the evaluated stdlib files."""
-    from ..goals import Goal, HoleKind
-
-    probe = Goal(Path("probe.v"), 0, "probe", "Lemma probe : True.", HoleKind.ADMITTED, "probe")
-    async with prover.session_at(probe, [*HAMMER_PREAMBLE, "Lemma probe : True."]) as session:
-        loaded = set(re.findall(r"\b(Coq(?:\.[\w']+)+)", await session.query("Print Libraries.")))
-    clashes = []
-    for path in files:
-        parts = path.resolve().parts
-        if "theories" in parts:
-            logical = "Coq." + ".".join(parts[parts.index("theories") + 1 :])[: -len(".v")]
-            if logical in loaded:
-                clashes.append(f"{path} ({logical})")
-    return clashes
-
-
-def _arm_clock(session: CoqSession) -> Callable[[], float]:
-    """CPU seconds spent since now: the prover's and this thread's."""
-    prover_start, own_start = session.cpu_seconds(), time.process_time()
-    return lambda: session.cpu_seconds() - prover_start + time.process_time() - own_start
-
-
-async def _run_arm(
-    arm: str, session: CoqSession, hole: CoqHole, budget: Budget
-) -> tuple[StrategyResult | None, str]:
-    """A peer's first candidate (or None) and the strategy that found it."""
-    if arm == "hammer":
-        return await _hammer_as_users_run_it(session, budget), "hammer"
-    if arm == "hammer-capped":
-        found = await HammerStrategy().prove(session, hole.goal, budget)
-        return (found, "hammer") if found.outcome is Outcome.CANDIDATE else (None, "")
-    if arm == "tactics":
-        found = await _FixedTactics().prove(session, hole.goal, budget)
-        return (found, "tactics") if found.outcome is Outcome.CANDIDATE else (None, "")
-    raise EvalError(f"unknown arm {arm!r}")
-
-
 class FillPortfolio:
     """The portfolio arm: ``orch fill``'s pass over a goal, run on the evaluation's goals.
 
@@ -234,24 +162,22 @@ class FillPortfolio:
         report.run_id = self.ledger.start_run(
             "eval", {"budget_cpu_seconds": budget.cpu_seconds}, ""
         )
-        strategies = default_strategies(self.ledger, settings.profile)
+        strategies = build_lineup(settings, self.ledger)
         self.run = GoalRun(self.ledger, self.options, strategies, report, governor, None)
         self.governor = governor
-        self._tools: dict[tuple[str, ...], Any] = {}
+        self._tools = Toolbox(self.options, governor.gate)
 
     def tools(self, path: Path) -> Any:
-        project = project_for(path)
-        if project.flags not in self._tools:
-            self._tools[project.flags] = ProjectTools(project, self.options, self.governor)
-        return self._tools[project.flags]
+        return self._tools.for_path(path)
 
     def mined_cpu_seconds(self) -> float:
         """CPU seconds the search's k-NN model has spent replaying earlier proofs so far."""
         search = self.run.strategies.get("search")
-        return float(search.models.cpu_seconds) if isinstance(search, SearchStrategy) else 0.0
+        models = getattr(search, "models", None)
+        return float(models.cpu_seconds) if models is not None else 0.0
 
     async def prove(
-        self, path: Path, text: str, hole: CoqHole
+        self, path: Path, text: str, hole: Any
     ) -> tuple[StrategyResult | None, str, float, str]:
         """(the candidate or None, its strategy, the CPU seconds the pass used, an error).
 
@@ -274,25 +200,8 @@ class FillPortfolio:
         return None, "", cpu, ""
 
     async def aclose(self) -> None:
-        for tools in self._tools.values():
-            await tools.aclose()
+        await self._tools.aclose()
         self.ledger.close()
-
-
-async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> StrategyResult | None:
-    """``Timeout B hammer.`` in the session, CoqHammer's settings untouched; None if it fails.
-
-    As a user would, the proof kept is the reconstruction tactic hammer prints
-    ("Replace the hammer tactic with: ..."), which the ``Qed`` check then runs
-    without the ATPs; ``hammer.`` itself only when it printed none.
-    """
-    spent = _arm_clock(session)
-    started = time.monotonic()
-    found = await session.run_tactic("hammer.", session.root, timeout=budget.cpu_seconds)
-    if found.status is not TacticStatus.COMPLETE:
-        return None
-    script = reconstruction(found.message) or "hammer."
-    return StrategyResult(Outcome.CANDIDATE, (script,), 1, spent(), time.monotonic() - started)
 
 
 #: (file, [(index of the Qed proof in the file, arm order)])
@@ -328,16 +237,14 @@ async def evaluate(
         raise EvalError(
             f"unknown baseline(s): {', '.join(sorted(unknown))} ({', '.join(BASELINES)})"
         )
-    hammer_environment()
     files = [p.resolve() for p in paths]
+    kits = list({id(kit): kit for kit in map(_evaluation, files)}.values())
+    for kit in kits:
+        kit.prepare()
     arms = ["portfolio", *dict.fromkeys(baselines)]
     rng = random.Random(seed)
     started = time.monotonic()
-    probe = CoqProver(settings=_SETTINGS)
-    try:
-        clashes = await _in_hammer_libraries(probe, files)
-    finally:
-        await probe.aclose()
+    clashes = [c for kit in kits for c in await kit.clashes(files)]
     if clashes:
         raise EvalError(
             "not position-faithful: CoqHammer's load already brings in "
@@ -347,8 +254,10 @@ async def evaluate(
     goals = [
         (path, index)
         for path in files
-        for index, (hole, _) in enumerate(qed_proofs(path, path.read_text(encoding="utf-8")))
-        if not only or hole.goal.name in only
+        for index, name in enumerate(
+            _evaluation(path).goal_names(path, path.read_text(encoding="utf-8"))
+        )
+        if not only or name in only
     ]
     if sample is not None and sample < len(goals):
         # a seeded random subset, kept in file order (earlier proofs stay earlier)
@@ -392,9 +301,6 @@ async def evaluate(
         per_file = await _in_processes(jobs, budget, tactic_seconds, finished, workers)
     rows = [row for file_rows in per_file for row in file_rows]
     return _summary(rows, arms, budget, time.monotonic() - started, files, seed, workers)
-
-
-_SETTINGS = CoqSettings(max_idle=2)
 
 
 async def _in_processes(
@@ -446,9 +352,7 @@ async def _evaluate_file(
 ) -> list[GoalRow]:
     """The rows of one file's picked goals; ``portfolio`` is shared by the files of a process."""
     text = path.read_text(encoding="utf-8")
-    proofs = qed_proofs(path, text)
-    project = project_for(path)
-    prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
+    file = _evaluation(path).open_file(path, text)
     per_goal = Budget(budget, tactic_seconds, 5.0)
     rows: list[GoalRow] = []
     with contextlib.ExitStack() as stack:
@@ -456,104 +360,29 @@ async def _evaluate_file(
         if portfolio is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orch-eval-")))
             portfolio = FillPortfolio(per_goal, workdir)
-        trust = TrustBase([proved.goal.qualified_name for proved, _ in proofs])
         try:
             for index, order in picks:
-                hole, original = proofs[index]
-                row = await _goal(
-                    prover, portfolio, path, text, (hole, original), order, per_goal, trust, index
-                )
+                row = await _goal(file, portfolio, path, text, index, order, per_goal)
                 rows.append(row)
                 finished(row)
         finally:
-            await prover.aclose()
+            await file.aclose()
             if own:
                 await portfolio.aclose()
     return rows
 
 
-def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:
-    return [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
-
-
-async def _checked(
-    session: CoqSession,
-    found: StrategyResult | None,
-    hole: CoqHole,
-    audit: _Audit,
-    budget: Budget,
-) -> tuple[bool, str, tuple[str, ...]]:
-    """(solved, note, script): the gate, then ``Qed`` and the axiom audit in ``session``."""
-    if found is None:
-        return False, "", ()
-    try:
-        script = check_script(found.sentences)
-    except ScriptRejected as exc:
-        return False, f"rejected: {exc}", ()
-    ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
-    extra = _new_axioms(assumptions, audit.declared) if ok else ["(Qed failed)"]
-    # inside a functor, what the proof uses of its parameters (``O.lt_trans``)
-    extra = [name for name in extra if not is_parameter(name, audit.parameters)]
-    if ok and extra:
-        trusted = await audit.trust.before(session, audit.index)
-        extra = [name for name in extra if name not in trusted]
-    if ok and extra:
-        own = await audit.original_axioms(session, hole.goal.name, budget.tactic_seconds + 5)
-        extra = [name for name in extra if name not in own]
-    solved = ok and not extra
-    return solved, "" if solved else "rejected: " + ", ".join(extra), script
-
-
-@dataclass(slots=True)
-class _Audit:
-    """What a goal's proof may assume: the file's own axioms (short names) and its trust base."""
-
-    declared: frozenset[str]
-    trust: TrustBase
-    #: the goal's place among the file's ``Qed`` proofs
-    index: int
-    #: the parameters of the functors the goal is in (see :func:`.coq.holes.functor_parameters`)
-    parameters: frozenset[str] = frozenset()
-    #: the goal's original proof (its sentences, opener and ``Qed`` excluded)
-    original: tuple[str, ...] = ()
-    _own: frozenset[str] | None = None
-
-    async def original_axioms(
-        self, session: CoqSession, name: str, timeout: float
-    ) -> frozenset[str]:
-        """The axioms the goal's original proof rests on, replayed once in ``session``.
-
-        A re-proof may use what the library's author accepted for this very
-        statement: the first lemma of a file about the reals rests on the reals'
-        axioms, though no earlier proof in the file is there to trust them.
-        """
-        if self._own is None:
-            ok, output = await session.qed_check(self.original, name, timeout)
-            self._own = frozenset(_axioms(output)) if ok else frozenset()
-        return self._own
-
-
 async def _goal(
-    prover: CoqProver,
+    file: Any,
     portfolio: FillPortfolio,
     path: Path,
     text: str,
-    proof: tuple[CoqHole, tuple[str, ...]],
+    index: int,
     order: list[str],
     budget: Budget,
-    trust: TrustBase,
-    index: int,
 ) -> GoalRow:
-    hole, original = proof
+    hole = file.proofs[index][0]
     row = GoalRow(str(path), hole.goal.name, order)
-    audit = _Audit(
-        declared_axioms(text[: hole.statement_start]),
-        trust,
-        index,
-        _functor_parameters(text).get(hole.goal.qualified_name, frozenset()),
-        original,
-    )
-    prefix = _prefix(prover, text, hole)
     for arm in order:
         began = time.monotonic()
         try:
@@ -567,13 +396,9 @@ async def _goal(
                     )
                     continue
                 async with portfolio.tools(path).open_session(hole, text) as session:
-                    solved, note, script = await _checked(session, found, hole, audit, budget)
+                    solved, note, script = await file.check(session, found, index, budget)
             else:
-                async with prover.session_at(hole.goal, prefix) as session:
-                    spent = _arm_clock(session)
-                    found, strategy = await _run_arm(arm, session, hole, budget)
-                    cpu = spent()
-                    solved, note, script = await _checked(session, found, hole, audit, budget)
+                strategy, cpu, solved, note, script = await file.baseline(arm, index, budget)
         except PrefixError as exc:
             # the same prefix fails for every arm: the hints of the libraries
             # CoqHammer loads can change what an earlier tactic does (in ListSet.v,
@@ -589,50 +414,6 @@ async def _goal(
             solved, cpu, time.monotonic() - began, strategy if solved else "", script, note
         )
     return row
-
-
-@functools.lru_cache(maxsize=8)
-def _functor_parameters(text: str) -> dict[str, frozenset[str]]:
-    return functor_parameters(text)
-
-
-def _axioms(output: str) -> list[str]:
-    """The axioms a ``Print Assumptions`` output lists (the ``Axioms:`` part only:
-    section variables are not axioms)."""
-    if "Closed under the global context" in output or "Axioms:" not in output:
-        return []
-    part = output.split("Axioms:", 1)[1]
-    part = re.split(r"\n(?:Section Variables|Opaque constants|Transparent constants)", part)[0]
-    return re.findall(r"^([\w'.]+)\s*:", part, re.M)
-
-
-def _new_axioms(output: str, allowed: frozenset[str]) -> list[str]:
-    """Axioms in a ``Print Assumptions`` output that the file does not declare itself
-    (``allowed``: short names)."""
-    return [n for n in _axioms(output) if n.rsplit(".", 1)[-1] not in allowed]
-
-
-class TrustBase:
-    """The axioms the ``Qed`` proofs before a goal rest on, filled in as the goals advance.
-
-    The same rule as the verifier's trust base (:mod:`.coq.verify`), position-faithful:
-    at goal ``k`` of a file, the axioms listed by ``Print Assumptions`` for the
-    file's finished proofs ``0 .. k-1``, asked once each in the goal's session
-    (where all of them are defined). The goal's own name never counts.
-    """
-
-    def __init__(self, names: Sequence[str]) -> None:
-        self._names = list(names)
-        self._asked = 0
-        self._axioms: set[str] = set()
-
-    async def before(self, session: CoqSession, index: int) -> frozenset[str]:
-        """The trust base at the file's ``index``-th ``Qed`` proof; ``session`` is at it."""
-        while self._asked < min(index, len(self._names)):
-            name = self._names[self._asked]
-            self._asked += 1
-            self._axioms.update(_axioms(await session.query(f"Print Assumptions {name}.")))
-        return frozenset(self._axioms)
 
 
 def _summary(

@@ -21,41 +21,39 @@ joined by spaces) and in sentences.
 
 from __future__ import annotations
 
-import difflib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ..coq.holes import declared_axioms, qed_proofs
-from ..coq.project import project_for
-from ..coq.script import check_script
-from ..coq.session import CoqSession, PrefixError
-from ..coq.strategies.micro import GENERIC_TACTICS, expand
-from ..coq.syntax import one_sentence
-from ..errors import ProverError, ScriptRejected, SourceSyntaxError, UnreadableSource
+from ..backends import backend_for
+from ..errors import (
+    OrchError,
+    PrefixError,
+    ProverError,
+    ScriptRejected,
+    SourceSyntaxError,
+    UnreadableSource,
+)
 from ..goals import Outcome
 from ..ledger import Ledger
-from ..project.patch import Patch, apply_patches, write_atomic
 from ..project.source import read_source
-from ..provers.base import TacticStatus
-from ..run.checking import verify_candidates
 from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
-from ..run.tools import ProjectTools
+from ..run.toolbox import Toolbox
+from ..run.writing import verify_and_write
 from ..scheduler.governor import CpuGovernor
 
 __all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]
-
-#: tactics that call a program outside Coq
-EXTERNAL = ("hammer",)
 
 
 def script_length(sentences: Sequence[str]) -> int:
     return len(" ".join(s.strip() for s in sentences))
 
 
-def _external(sentences: Sequence[str]) -> bool:
-    return any(word in s.split() for s in sentences for word in EXTERNAL)
+def _golf(path: Path) -> Any:
+    """The backend's ``golf`` feature for ``path`` (Coq)."""
+    return backend_for(path).feature("golf")
 
 
 @dataclass(slots=True)
@@ -105,39 +103,6 @@ class GolfReport:
         }
 
 
-async def _closes(session: CoqSession, sentences: Sequence[str], timeout: float) -> bool:
-    try:
-        result = await session.run_script(sentences, session.root, timeout=timeout)
-    except (ProverError, ValueError):
-        return False
-    return result.status is TacticStatus.COMPLETE
-
-
-async def shorten(
-    session: CoqSession, sentences: tuple[str, ...], tactic_seconds: float
-) -> tuple[str, ...]:
-    """The shortest script found that still closes the goal (``sentences`` if none)."""
-    best = sentences
-    lia = await session.locate_ltac("Coq.micromega.Lia.lia")
-    singles = sorted(expand(GENERIC_TACTICS, lia), key=len)
-    for single in singles:
-        if len(single) >= script_length(best):
-            break
-        if await _closes(session, [single], tactic_seconds) and (
-            not _external([single]) or _external(best)
-        ):
-            best = (single,)
-            break
-    if len(best) > 1:
-        for index in range(len(best) - 1, -1, -1):
-            if one_sentence(best[index]).is_bullet_or_brace:
-                continue  # the proof's structure stays as it was
-            trial = best[:index] + best[index + 1 :]
-            if trial and await _closes(session, trial, tactic_seconds):
-                best = trial
-    return best
-
-
 async def golf_files(
     files: Sequence[Path],
     ledger: Ledger,
@@ -153,13 +118,14 @@ async def golf_files(
         options.orch.cpu_target, 1, memory_budget_mb=options.orch.memory_budget_mb
     )
     run_id = ledger.start_run("golf", {"paths": [str(p) for p in files]}, "")
-    tools_by_flags: dict[tuple[str, ...], ProjectTools] = {}
+    toolbox = Toolbox(options, governor.gate)
     try:
         for path in files:
             try:
+                golf = _golf(path)
                 text = read_source(path)
-                found = qed_proofs(path, text)
-            except (UnreadableSource, SourceSyntaxError) as exc:
+                found = golf.finished_proofs(path, text)
+            except (UnreadableSource, SourceSyntaxError, OrchError, ValueError) as exc:
                 report.files.append(FileReport(path, FileStatus.UNREADABLE, message=str(exc)))
                 continue
             proofs = [
@@ -171,10 +137,7 @@ async def golf_files(
             report.files.append(file_report)
             if not proofs:
                 continue
-            project = project_for(path)
-            tools = tools_by_flags.get(project.flags)
-            if tools is None:
-                tools = tools_by_flags[project.flags] = ProjectTools(project, options, governor)
+            tools = toolbox.for_path(path)
             compiles, output = await tools.verifier.compiles(path, text)
             if not compiles:
                 file_report.status = FileStatus.DOES_NOT_COMPILE
@@ -189,10 +152,10 @@ async def golf_files(
                 best = script
                 cpu = 0.0
                 try:
-                    async with tools.prover.session(hole.goal, text, hole.prefix_end) as session:
-                        best = await shorten(session, script, options.budget.tactic_seconds)
+                    async with tools.open_session(hole, text) as session:
+                        best = await golf.shorten(session, script, options.budget.tactic_seconds)
                         cpu = session.cpu_seconds()
-                    best = check_script(best) if best != script else best
+                    best = tools.gate(best) if best != script else best
                 except (ProverError, PrefixError, ScriptRejected):
                     best = script
                 report.cpu_seconds += cpu
@@ -209,17 +172,19 @@ async def golf_files(
                     report.sentences_after += len(script)
                     if on_proof:
                         on_proof(None)
-            accepted = await verify_candidates(
+            done = await verify_and_write(
                 path,
                 text,
                 candidates,
-                tools.verifier,
-                set(declared_axioms(text)),
+                tools,
                 ledger,
                 run_id,
                 "",
                 file_report,
+                write=not options.dry_run,
             )
+            accepted = done.accepted
+            file_report.written = done.written
             kept = {h.goal.name for h, _, _ in accepted}
             for reopened, _, goal_id in candidates:
                 proof = golfed[reopened.goal.name]
@@ -240,29 +205,8 @@ async def golf_files(
                     cpu_seconds=proof.cpu_seconds,
                     message=f"length {script_length(proof.before)} -> {script_length(proof.after)}",
                 )
-            if accepted and not options.dry_run:
-                new_text = apply_patches(text, [Patch(h, r.sentences) for h, r, _ in accepted])
-                write_atomic(path, new_text, text)
-                file_report.written = True
-                for done, goal_report, goal_id in accepted:
-                    alone = apply_patches(text, [Patch(done, goal_report.sentences)])
-                    ledger.record_proof(
-                        run_id=run_id,
-                        goal_id=goal_id,
-                        fingerprint=done.goal.fingerprint,
-                        sentences=goal_report.sentences,
-                        strategy="golf",
-                        prover_version="",
-                        diff="".join(
-                            difflib.unified_diff(
-                                text.splitlines(keepends=True), alone.splitlines(keepends=True)
-                            )
-                        ),
-                        written=True,
-                    )
     finally:
-        for tools in tools_by_flags.values():
-            await tools.aclose()
+        await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
         ledger.finish_run(run_id, "finished", report.summary())
     return report

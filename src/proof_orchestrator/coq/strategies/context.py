@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ...goals import Goal
+from ...search.proofstate import show_goal
 from ..session import CoqSession
 from .knn import features, proofs_in_prefix, similarity
 from .retrieval import index_for
@@ -31,16 +31,6 @@ class GoalContext:
     neighbours: tuple[tuple[str, str], ...]
     #: (strategy, script, message) of earlier failed attempts on this goal
     errors: tuple[tuple[str, str, str], ...]
-
-
-async def show_goal(session: Any, seconds: float = 2.0, *, noop: str = "idtac.") -> str:
-    """The goal at the session's root as the prover prints it (the session is left at its root).
-
-    ``noop`` is the language's do-nothing tactic (Lean: ``skip``).
-    """
-    shown = await session.run_tactic(noop, session.root, timeout=seconds)
-    await session.back_to(session.root)
-    return "\n\n".join(shown.goals)
 
 
 def nearest_proofs(

@@ -261,6 +261,9 @@ class HammerStrategy:
 
     name = "hammer"
     weight = "heavy"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(self, allow_tactics_import: bool = False) -> None:
         self.allow_tactics_import = allow_tactics_import
@@ -278,6 +281,7 @@ class HammerStrategy:
             script: tuple[str, ...] = (),
             message: str = "",
             imports: tuple[str, ...] = (),
+            hint: str = "",
         ) -> StrategyResult:
             return StrategyResult(
                 outcome,
@@ -287,6 +291,7 @@ class HammerStrategy:
                 time.monotonic() - started,
                 message,
                 imports=imports,
+                hint=hint,
             )
 
         loaded = await _has_hammer_tactics(session)
@@ -316,11 +321,11 @@ class HammerStrategy:
         if loaded or printed is None:
             return result(Outcome.FAILED, message=f"no reconstruction of {tactics!r} replayed")
         if not self.allow_tactics_import:
-            return result(
-                Outcome.FAILED,
-                message=f"{FOUND_WITH_TACTICS}: {printed} (no standard tactic rebuilt it; "
-                "--allow-import hammer-tactics adds `From Hammer Require Import Tactics.`)",
+            hint = (
+                f"{FOUND_WITH_TACTICS}: {printed} (no standard tactic rebuilt it; "
+                "--allow-import hammer-tactics adds `From Hammer Require Import Tactics.`)"
             )
+            return result(Outcome.FAILED, message=hint, hint=hint)
         left = budget.cpu_seconds - spent()
         if left <= 0:
             return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")

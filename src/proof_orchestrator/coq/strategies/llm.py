@@ -95,6 +95,7 @@ class LLMStrategy:
 
     name = "llm"
     weight = "light"
+    language = "coq"
     #: model calls wait on the client's limit, not on a CPU slot
     uses_slot = False
     #: the client caches in the ledger: run where the ledger is (not on a Ray worker)
@@ -204,6 +205,7 @@ class LLMSearchStrategy:
 
     name = "llm-search"
     weight = "heavy"
+    language = "coq"
     uses_slot = True
     needs_ledger = True
 

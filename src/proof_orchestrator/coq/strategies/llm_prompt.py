@@ -10,7 +10,6 @@ sentence splitter; the script gate and the prover judge the rest.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ __all__ = [
     "next_tactic_prompt",
     "parse_script",
     "parse_tactics",
-    "prompt_hash",
     "whole_proof_prompt",
 ]
 
@@ -92,10 +90,6 @@ def next_tactic_prompt(context: PromptContext, steps: Sequence[str], current: st
     parts.append(f"Current goal:\n{current}")
     parts.append(f"Give up to {k} candidate next tactics, one per line.")
     return "\n\n".join(parts)
-
-
-def prompt_hash(system: str, prompt: str) -> str:
-    return hashlib.sha256(f"{system}\x00{prompt}".encode()).hexdigest()
 
 
 def parse_script(reply: str) -> tuple[str, ...]:

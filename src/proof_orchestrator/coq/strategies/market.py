@@ -83,6 +83,8 @@ class MarketStrategy:
 
     name = "market"
     weight = "heavy"
+    language = "coq"
+    uses_slot = True
     #: reads and writes tickets: runs where the ledger is (never on a Ray worker)
     needs_ledger = True
 

@@ -25,10 +25,10 @@ from collections.abc import Sequence
 from ...errors import SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
+from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..syntax import one_sentence
-from .knn import features, similarity
 
 __all__ = [
     "GENERIC_TACTICS",
@@ -133,6 +133,9 @@ class _QuickTactics(abc.ABC):
     name = "quick"
     #: runs in a light slot
     weight = "light"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     @abc.abstractmethod
     async def scripts(self, session: CoqSession) -> list[str]:
@@ -270,26 +273,6 @@ class CachedStrategy(_QuickTactics):
     async def scripts(self, session: CoqSession) -> list[str]:
         ordered = nearest_first(session.goal.statement, self._proved, self._scripts)
         return [s for s in ordered if _is_one_sentence(s)]
-
-
-def nearest_first(
-    statement: str,
-    proved: Sequence[tuple[str, Sequence[str]]],
-    popular: Sequence[str],
-    k: int = 6,
-) -> list[str]:
-    """The one-sentence proofs of the ``k`` most similar proved statements, then ``popular``."""
-    query = features(statement)
-    ranked = sorted(
-        (
-            (similarity(query, features(text)), script)
-            for text, script in proved
-            if len(script) == 1
-        ),
-        key=lambda pair: -pair[0],
-    )
-    near = [script[0] for score, script in ranked[:k] if score > 0]
-    return list(dict.fromkeys([*near, *popular]))
 
 
 def _is_one_sentence(text: str) -> bool:

@@ -175,6 +175,9 @@ class SearchStrategy:
 
     name = "search"
     weight = "heavy"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(
         self,

@@ -178,6 +178,8 @@ class LeanSearchStrategy:
     name = "lean-search"
     weight = "heavy"
     language = "lean"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(
         self,

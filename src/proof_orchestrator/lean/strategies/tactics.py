@@ -143,6 +143,8 @@ class LeanQuickStrategy:
     name = "lean-quick"
     weight = "light"
     language = "lean"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(self, *, max_variables: int = 4) -> None:
         self.max_variables = max_variables

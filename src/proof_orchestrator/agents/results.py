@@ -1,0 +1,120 @@
+"""What the agent service's tools return: plain records, serialised by the MCP server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "EarlierError",
+    "GoalInfo",
+    "HoleInfo",
+    "Premise",
+    "ProvedNeighbour",
+    "RunResult",
+    "SubmitResult",
+    "TicketInfo",
+    "TryResult",
+    "ticket_info",
+]
+
+
+@dataclass
+class HoleInfo:
+    id: int
+    file: str
+    line: int
+    name: str
+    statement: str
+    #: open / proved / failed (the ledger's status of the goal)
+    status: str
+    attempts: int
+
+
+@dataclass
+class Premise:
+    name: str
+    statement: str
+
+
+@dataclass
+class ProvedNeighbour:
+    statement: str
+    proof: str
+
+
+@dataclass
+class EarlierError:
+    strategy: str
+    script: str
+    message: str
+
+
+@dataclass
+class GoalInfo:
+    hole_id: int
+    name: str
+    statement: str
+    #: the goal as the prover prints it: hypotheses, the bar, the conclusion
+    goal: str
+    premises: list[Premise] = field(default_factory=list)
+    nearest_proofs: list[ProvedNeighbour] = field(default_factory=list)
+    earlier_errors: list[EarlierError] = field(default_factory=list)
+
+
+@dataclass
+class TryResult:
+    #: complete (no goals left) / goals (goals remain) / error / timeout / rejected (by the gate)
+    status: str
+    goals: list[str] = field(default_factory=list)
+    error: str = ""
+    #: the sentence the prover refused (empty unless status is error or timeout)
+    failing_sentence: str = ""
+    cpu_seconds: float = 0.0
+
+
+@dataclass
+class SubmitResult:
+    #: verified or rejected
+    status: str
+    reason: str = ""
+    #: the file written (empty when rejected, or with --git)
+    written: str = ""
+    #: the branch made (with --git)
+    branch: str = ""
+    script: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunResult:
+    #: verified / rejected / failed (no strategy found a proof)
+    status: str
+    strategy: str = ""
+    script: list[str] = field(default_factory=list)
+    reason: str = ""
+    #: outcome of each strategy that ran
+    outcomes: dict[str, str] = field(default_factory=dict)
+    cpu_seconds: float = 0.0
+
+
+@dataclass
+class TicketInfo:
+    id: int
+    name: str
+    statement: str
+    state: str
+    priority: float
+    claimed_by: str
+    parent_hole_id: int | None
+
+
+def ticket_info(ticket: Any) -> TicketInfo:
+    return TicketInfo(
+        ticket.id,
+        ticket.name,
+        ticket.statement,
+        ticket.state,
+        float(ticket.priority),
+        ticket.claimed_by or "",
+        ticket.parent_goal_id,
+    )

@@ -1,0 +1,100 @@
+"""The backend registry: which prover backend owns a file, chosen by its suffix.
+
+The only module above the seam that imports the prover packages. Everything
+else asks here (:func:`backend_for`, :func:`scan_text`, :func:`load_source`)
+and talks to the :class:`~..provers.backend.Backend` it gets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..coq.backend import CoqBackend
+from ..errors import SourceSyntaxError, UnreadableSource
+from ..lean.backend import LeanBackend
+from ..project.source import line_and_column, read_source
+from ..provers.backend import Backend
+
+__all__ = [
+    "SOURCE_SUFFIXES",
+    "backend_for",
+    "backend_named",
+    "backends",
+    "language_of",
+    "load_source",
+    "project_root",
+    "register",
+    "scan_text",
+]
+
+_BACKENDS: dict[str, Backend] = {}
+#: file suffix -> language
+SOURCE_SUFFIXES: dict[str, str] = {}
+
+
+def register(backend: Backend) -> None:
+    """Make ``backend`` own its suffixes (a later registration of a language replaces it)."""
+    _BACKENDS[backend.language] = backend
+    for suffix in backend.suffixes:
+        SOURCE_SUFFIXES[suffix] = backend.language
+
+
+def unregister(language: str) -> None:
+    """Forget a backend (the tests' fakes)."""
+    backend = _BACKENDS.pop(language, None)
+    if backend is not None:
+        for suffix in backend.suffixes:
+            SOURCE_SUFFIXES.pop(suffix, None)
+
+
+register(CoqBackend())
+register(LeanBackend())
+
+
+def backends() -> list[Backend]:
+    return list(_BACKENDS.values())
+
+
+def language_of(path: Path) -> str:
+    try:
+        return SOURCE_SUFFIXES[path.suffix]
+    except KeyError:
+        raise ValueError(f"{path} is neither a Coq (.v) nor a Lean (.lean) file") from None
+
+
+def backend_for(path: Path) -> Backend:
+    """The backend of ``path``'s language (ValueError for another suffix)."""
+    return _BACKENDS[language_of(path)]
+
+
+def backend_named(language: str) -> Backend:
+    try:
+        return _BACKENDS[language]
+    except KeyError:
+        raise ValueError(f"no backend for the language {language!r}") from None
+
+
+def project_root(anchor: Path) -> Path:
+    """The root of the project ``anchor`` (a file or a folder) belongs to, where its
+    settings and ledger live: the first backend's rule (Coq's: the nearest
+    ``_CoqProject``'s folder, else the folder itself)."""
+    return backends()[0].project_root(anchor)
+
+
+def scan_text(path: Path, text: str) -> list[Any]:
+    """The holes of ``text`` (the content of ``path``), in file order."""
+    return backend_for(path).scan(path, text)
+
+
+def load_source(path: Path) -> tuple[str, list[Any]]:
+    """The text of ``path`` and its holes; :class:`UnreadableSource` names the file and place."""
+    text = read_source(path)
+    try:
+        return text, scan_text(path, text)
+    except SourceSyntaxError as exc:
+        where = ""
+        if exc.offset is not None:
+            line, column = line_and_column(text, exc.offset)
+            where = f" at line {line}, column {column}"
+        raise UnreadableSource(f"{path}: {exc.reason}{where}") from exc

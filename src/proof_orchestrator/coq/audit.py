@@ -1,0 +1,151 @@
+"""The Coq axiom audit, written once: what ``Print Assumptions`` says and what it may say.
+
+Every check of a Coq proof goes through here: the whole-file verifier
+(:mod:`.verify`), ``orch eval``'s position-faithful check (:mod:`.evaluation`)
+and the helper-lemma tickets an agent completes (:mod:`.agent`).
+
+A proof is accepted when everything ``Print Assumptions`` lists for it is
+
+* an axiom the file declares itself (``Axiom``, ``Parameter``, ...: the
+  user's own trust, :func:`~.holes.declared_axioms`);
+* in the file's *trust base*: a library axiom that the file's finished
+  (``Qed``) proofs already rest on (:class:`TrustBase` in a session,
+  :meth:`.verify.CoqVerifier.trust_base` for a compiled file);
+* a parameter of a functor the lemma is in (``O.lt_trans`` inside ``Module
+  Make (O : OrderedType)``: :func:`is_parameter`, with the names from
+  :func:`~.holes.functor_parameters`); or
+* a variable of a section the lemma is in (hypotheses of the section, not
+  axioms: :func:`without_section_variables`).
+
+Anything else (another ``Admitted`` lemma, a new library axiom, disabled
+guard checking) is a new assumption, and the proof is refused with it named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .holes import declared_axioms, functor_parameters
+
+__all__ = [
+    "LOGICAL_ROOT",
+    "TrustBase",
+    "declared_axioms",
+    "from_outside",
+    "functor_parameters",
+    "is_parameter",
+    "listed_axioms",
+    "new_axioms",
+    "parse_assumptions",
+    "unexplained",
+    "without_section_variables",
+]
+
+#: the logical name the verifier's compiled copies are loaded under
+LOGICAL_ROOT = "OrchCheck"
+_HEADER = re.compile(r"^[A-Z][^:]*:$")
+#: coqtop -emacs wraps notes ("Fetching opaque proofs from disk ...") in these tags
+_MESSAGE_TAGS = re.compile(r"<(infomsg|warning)>.*?</\1>", re.S)
+
+
+def parse_assumptions(output: str) -> frozenset[str]:
+    """The assumptions listed by ``Print Assumptions``, one key each.
+
+    ``name : type`` entries give ``name``; other entries (``X is assumed to be
+    guarded.``) are kept whole, prefixed by their header when it is not
+    ``Axioms:``.
+    """
+    keys: set[str] = set()
+    header = ""
+    output = _MESSAGE_TAGS.sub("", output)
+    for line in output.splitlines():
+        if not line.strip() or line.startswith((" ", "\t")):
+            continue
+        if line.strip() == "Closed under the global context":
+            continue
+        if _HEADER.match(line):
+            header = line
+            continue
+        if " : " in line and header in ("Axioms:", "Section Variables:", ""):
+            keys.add(line.split(" : ", 1)[0].strip())
+        elif header in ("Axioms:", ""):
+            keys.add(line.strip())
+        else:
+            keys.add(f"{header} {line.strip()}")
+    return frozenset(key.removeprefix(f"{LOGICAL_ROOT}.") for key in keys)
+
+
+def without_section_variables(output: str) -> str:
+    """``Print Assumptions`` output without its ``Section Variables:`` block."""
+    kept: list[str] = []
+    skipping = False
+    for line in output.splitlines():
+        if _HEADER.match(line):
+            skipping = line.strip() == "Section Variables:"
+        if not skipping:
+            kept.append(line)
+    return "\n".join(kept)
+
+
+def from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: str) -> str:
+    """An in-place key as the outside audit names it: ``bar`` in ``Make`` is ``stem.Make.bar``.
+
+    Inside the functor, a lemma of the same functor is printed by its short
+    name; the holes it stands for are known by their qualified names.
+    """
+    scope = name.rsplit(".", 1)[0] if "." in name else ""
+    qualified = f"{scope}.{key}" if scope else key
+    return f"{stem}.{qualified}" if qualified in lemmas else key
+
+
+def is_parameter(key: str, parameters: frozenset[str]) -> bool:
+    """Whether an assumption (``O.lt_trans``) belongs to one of the module parameters."""
+    return "." in key and " " not in key and key.split(".", 1)[0] in parameters
+
+
+def listed_axioms(output: str) -> list[str]:
+    """The axioms a ``Print Assumptions`` output lists (the ``Axioms:`` part only:
+    section variables are not axioms)."""
+    if "Closed under the global context" in output or "Axioms:" not in output:
+        return []
+    part = output.split("Axioms:", 1)[1]
+    part = re.split(r"\n(?:Section Variables|Opaque constants|Transparent constants)", part)[0]
+    return re.findall(r"^([\w'.]+)\s*:", part, re.M)
+
+
+def new_axioms(output: str, allowed: frozenset[str]) -> list[str]:
+    """Axioms in a ``Print Assumptions`` output that the file does not declare itself
+    (``allowed``: short names)."""
+    return [n for n in listed_axioms(output) if n.rsplit(".", 1)[-1] not in allowed]
+
+
+def unexplained(output: str, declared: frozenset[str], parameters: frozenset[str]) -> list[str]:
+    """The axioms of a ``Print Assumptions`` output that neither the file's own
+    declarations nor the functor parameters in scope explain (the trust base
+    is asked apart, only when this is not empty: it costs prover queries)."""
+    return [n for n in new_axioms(output, declared) if not is_parameter(n, parameters)]
+
+
+class TrustBase:
+    """The axioms the ``Qed`` proofs before a goal rest on, filled in as the goals advance.
+
+    The same rule as the verifier's trust base (:class:`~.verify.CoqVerifier`), position-faithful:
+    at goal ``k`` of a file, the axioms listed by ``Print Assumptions`` for the
+    file's finished proofs ``0 .. k-1``, asked once each in the goal's session
+    (where all of them are defined). The goal's own name never counts.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._names = list(names)
+        self._asked = 0
+        self._axioms: set[str] = set()
+
+    async def before(self, session: Any, index: int) -> frozenset[str]:
+        """The trust base at the file's ``index``-th ``Qed`` proof; ``session`` is at it."""
+        while self._asked < min(index, len(self._names)):
+            name = self._names[self._asked]
+            self._asked += 1
+            self._axioms.update(listed_axioms(await session.query(f"Print Assumptions {name}.")))
+        return frozenset(self._axioms)

@@ -1,0 +1,184 @@
+"""Coq behind the language seam (:class:`~..provers.backend.Backend`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+from ..errors import OrchError
+from ..provers.backend import LineupInputs, ToolSettings
+from ..strategies.base import Strategy
+from . import holes
+from .project import CoqProject, load_coqproject, project_for
+from .script import check_script
+from .session import CoqProver
+from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
+from .strategies.knn import FileModels
+from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+from .strategies.search import SearchStrategy
+from .syntax import sentence_keyword, split_sentences
+from .verify import CoqVerifier
+
+__all__ = ["ALLOWED_IMPORTS", "CoqBackend", "CoqTools"]
+
+#: the only imports a proof may bring into a file, by the name ``--allow-import`` gives them
+ALLOWED_IMPORTS = {"hammer-tactics": "From Hammer Require Import Tactics."}
+
+
+class CoqTools:
+    """One prover and one verifier per Coq project (per set of flags)."""
+
+    language = "coq"
+
+    def __init__(self, project: CoqProject, settings: ToolSettings, throttle: Any = None) -> None:
+        coq = dataclasses.replace(
+            settings.coq,
+            max_idle=max(settings.coq.max_idle, settings.sessions),
+            memory_mb=settings.coq.memory_mb or settings.memory_mb,
+        )
+        hammer_environment()  # the provers started here find CoqHammer's ATP helpers
+        self.project = project
+        self.prover = CoqProver(
+            project.flags, cwd=str(project.root), settings=coq, throttle=throttle
+        )
+        self.verifier = CoqVerifier(
+            project.flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop
+        )
+
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, holes.CoqHole):
+            raise TypeError("a Coq project got a hole of another language")
+        return self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return set(holes.declared_axioms(text))
+
+    @staticmethod
+    def join_script(sentences: Sequence[str]) -> str:
+        """Sentences as the one string the ledger records."""
+        return " ".join(sentences)
+
+    @staticmethod
+    def split_script(text: str) -> tuple[str, ...]:
+        """A script recorded as one string (see :meth:`join_script`), as sentences."""
+        return tuple(s.code for s in split_sentences(text))
+
+    @staticmethod
+    def parse_script(text: str) -> tuple[str, ...]:
+        try:
+            return tuple(s.code for s in split_sentences(text))
+        except OrchError as exc:
+            from ..errors import ScriptRejected
+
+            raise ScriptRejected(f"the script cannot be split into sentences: {exc}") from exc
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+def _is_require(code: str) -> bool:
+    keyword = sentence_keyword(code)
+    return keyword == "Require" or (keyword == "From" and "Require" in code.split())
+
+
+class CoqBackend:
+    """Coq files (``.v``): holes end in ``Admitted.``; ``coqtop`` sessions, ``coqc`` checks."""
+
+    language = "coq"
+    suffixes: tuple[str, ...] = (".v",)
+
+    def scan(self, path: Path, text: str) -> list[Any]:
+        return list(holes.scan_coq_text(path, text))
+
+    def project_files(self, path: Path) -> list[Path] | None:
+        return list(load_coqproject(path).files) if path.name == "_CoqProject" else None
+
+    def project_key(self, path: Path) -> Hashable:
+        return ("coq", *project_for(path).flags)
+
+    def project_root(self, path: Path) -> Path:
+        return project_for(path).root
+
+    def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> CoqTools:
+        return CoqTools(project_for(path), settings, throttle)
+
+    def strategies(self, inputs: LineupInputs) -> list[Strategy]:
+        """Profile 0: quick tactics. 1 (the default): best-first search with the k-NN
+        model and premises, the ``sauto`` family and ``hammer``. 2: the helper-lemma
+        market. The LLM strategies when asked for (or at 2) and a model is configured."""
+        allow = "hammer-tactics" in inputs.allowed_imports
+        lineup: list[Strategy] = [
+            MicroStrategy(),
+            InductionStrategy(),
+            CachedStrategy(inputs.popular, inputs.proved),
+        ]
+        if inputs.profile >= 1:
+            lineup += [
+                SearchStrategy(FileModels(inputs.proved)),
+                SautoStrategy(allow),
+                HammerStrategy(allow),
+            ]
+        if inputs.profile >= 2 and inputs.ledger is not None:
+            from .strategies.market import MarketStrategy
+
+            lineup.append(MarketStrategy(inputs.ledger))
+        if (inputs.use_llm or inputs.profile >= 2) and inputs.ledger is not None:
+            from .strategies.llm import llm_strategies
+
+            lineup += llm_strategies(
+                inputs.ledger, inputs.root, budget_usd=inputs.llm_budget_usd or 0.0
+            )
+        return lineup
+
+    def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
+        """Each import goes in once, on its own line after the last ``Require`` that
+        comes before the first hole needing it (at the top of the file when there
+        is none), unless the file has that exact sentence already."""
+        needing = [p for p in patches if p.imports]
+        if not needing:
+            return 0, ""
+        first = min(p.hole.statement_start for p in needing)
+        sentences = split_sentences(text[:first])
+        present = {s.code for s in sentences}
+        wanted = [
+            i for i in dict.fromkeys(i for p in needing for i in p.imports) if i not in present
+        ]
+        if any(i not in ALLOWED_IMPORTS.values() for i in wanted):
+            raise ValueError(f"not an allowed import: {wanted!r}")
+        if not wanted:
+            return 0, ""
+        requires = [s for s in sentences if _is_require(s.code)]
+        if requires:
+            return requires[-1].end, "".join(f"\n{i}" for i in wanted)
+        return 0, "".join(f"{i}\n" for i in wanted)
+
+    async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
+        probe = CoqProver(settings=settings.coq)
+        try:
+            return await probe.version()
+        finally:
+            await probe.aclose()
+
+    def feature(self, name: str) -> Any:
+        if name == "evaluation":
+            from .evaluation import CoqEvaluation
+
+            return CoqEvaluation
+        if name == "golf":
+            from .golf import CoqGolf
+
+            return CoqGolf()
+        if name == "agent":
+            from .agent import CoqAgentSide
+
+            return CoqAgentSide()
+        raise OrchError(f"Coq has no {name!r} feature")

@@ -1,0 +1,263 @@
+"""The Coq side of ``orch eval``: finished proofs as goals, the peers, the position-faithful check.
+
+:mod:`proof_orchestrator.workflows.evaluate` runs the evaluation (the arms,
+their order, the portfolio through the engine, the summary); what is Coq's
+is here: the ``Qed`` proofs of a file, CoqHammer loaded in front of it,
+``Timeout B hammer.`` as users run it, the fixed tactic list, and the check
+of an arm's candidate in the goal's own session (the gate, ``Qed``, then the
+audit of :mod:`.audit`, position-faithful).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import OrchError, ScriptRejected
+from ..goals import Budget, Goal, HoleKind, Outcome
+from ..provers.base import TacticStatus
+from ..provers.settings import CoqSettings
+from ..strategies.base import StrategyResult
+from .audit import TrustBase, listed_axioms, unexplained
+from .holes import CoqHole, declared_axioms, functor_parameters, qed_proofs
+from .project import project_for
+from .script import check_script
+from .session import CoqProver, CoqSession
+from .strategies.hammer import (
+    HAMMER_PREAMBLE,
+    HammerStrategy,
+    hammer_environment,
+    reconstruction,
+)
+from .strategies.micro import _QuickTactics
+
+__all__ = ["TACTICS_BASELINE", "CoqEvaluation", "FileEvaluation", "GoalAudit"]
+
+#: the fixed tactic list of the ``tactics`` baseline
+TACTICS_BASELINE = (
+    "trivial.",
+    "auto.",
+    "easy.",
+    "intuition.",
+    "tauto.",
+    "congruence.",
+    "firstorder.",
+    "eauto.",
+    "intros; auto with *.",
+    "intros; subst; auto.",
+    "intros; simpl; auto.",
+    "intros; lia.",
+)
+
+class _FixedTactics(_QuickTactics):
+    name = "tactics"
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        lia = await session.locate_ltac("Coq.micromega.Lia.lia")
+        return [t for t in TACTICS_BASELINE if "lia" not in t or lia is not None]
+
+
+async def _in_hammer_libraries(prover: CoqProver, files: Sequence[Path]) -> list[str]:
+    """Logical names that CoqHammer's load brings in, among the evaluated stdlib files."""
+
+    probe = Goal(Path("probe.v"), 0, "probe", "Lemma probe : True.", HoleKind.ADMITTED, "probe")
+    async with prover.session_at(probe, [*HAMMER_PREAMBLE, "Lemma probe : True."]) as session:
+        loaded = set(re.findall(r"\b(Coq(?:\.[\w']+)+)", await session.query("Print Libraries.")))
+    clashes = []
+    for path in files:
+        parts = path.resolve().parts
+        if "theories" in parts:
+            logical = "Coq." + ".".join(parts[parts.index("theories") + 1 :])[: -len(".v")]
+            if logical in loaded:
+                clashes.append(f"{path} ({logical})")
+    return clashes
+
+
+def _arm_clock(session: CoqSession) -> Callable[[], float]:
+    """CPU seconds spent since now: the prover's and this thread's."""
+    prover_start, own_start = session.cpu_seconds(), time.process_time()
+    return lambda: session.cpu_seconds() - prover_start + time.process_time() - own_start
+
+
+async def _run_arm(
+    arm: str, session: CoqSession, hole: CoqHole, budget: Budget
+) -> tuple[StrategyResult | None, str]:
+    """A peer's first candidate (or None) and the strategy that found it."""
+    if arm == "hammer":
+        return await _hammer_as_users_run_it(session, budget), "hammer"
+    if arm == "hammer-capped":
+        found = await HammerStrategy().prove(session, hole.goal, budget)
+        return (found, "hammer") if found.outcome is Outcome.CANDIDATE else (None, "")
+    if arm == "tactics":
+        found = await _FixedTactics().prove(session, hole.goal, budget)
+        return (found, "tactics") if found.outcome is Outcome.CANDIDATE else (None, "")
+    raise OrchError(f"unknown arm {arm!r}")
+
+
+async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> StrategyResult | None:
+    """``Timeout B hammer.`` in the session, CoqHammer's settings untouched; None if it fails.
+
+    As a user would, the proof kept is the reconstruction tactic hammer prints
+    ("Replace the hammer tactic with: ..."), which the ``Qed`` check then runs
+    without the ATPs; ``hammer.`` itself only when it printed none.
+    """
+    spent = _arm_clock(session)
+    started = time.monotonic()
+    found = await session.run_tactic("hammer.", session.root, timeout=budget.cpu_seconds)
+    if found.status is not TacticStatus.COMPLETE:
+        return None
+    script = reconstruction(found.message) or "hammer."
+    return StrategyResult(Outcome.CANDIDATE, (script,), 1, spent(), time.monotonic() - started)
+
+
+_SETTINGS = CoqSettings(max_idle=2)
+
+
+
+def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:
+    return [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
+
+
+async def _checked(
+    session: CoqSession,
+    found: StrategyResult | None,
+    hole: CoqHole,
+    audit: GoalAudit,
+    budget: Budget,
+) -> tuple[bool, str, tuple[str, ...]]:
+    """(solved, note, script): the gate, then ``Qed`` and the axiom audit in ``session``."""
+    if found is None:
+        return False, "", ()
+    try:
+        script = check_script(found.sentences)
+    except ScriptRejected as exc:
+        return False, f"rejected: {exc}", ()
+    ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
+    # the file's own axioms and, inside a functor, its parameters (``O.lt_trans``)
+    extra = unexplained(assumptions, audit.declared, audit.parameters) if ok else ["(Qed failed)"]
+    if ok and extra:
+        trusted = await audit.trust.before(session, audit.index)
+        extra = [name for name in extra if name not in trusted]
+    if ok and extra:
+        own = await audit.original_axioms(session, hole.goal.name, budget.tactic_seconds + 5)
+        extra = [name for name in extra if name not in own]
+    solved = ok and not extra
+    return solved, "" if solved else "rejected: " + ", ".join(extra), script
+
+
+@dataclass(slots=True)
+class GoalAudit:
+    """What a goal's proof may assume: the file's own axioms (short names) and its trust base."""
+
+    declared: frozenset[str]
+    trust: TrustBase
+    #: the goal's place among the file's ``Qed`` proofs
+    index: int
+    #: the parameters of the functors the goal is in (see :func:`.holes.functor_parameters`)
+    parameters: frozenset[str] = frozenset()
+    #: the goal's original proof (its sentences, opener and ``Qed`` excluded)
+    original: tuple[str, ...] = ()
+    _own: frozenset[str] | None = None
+
+    async def original_axioms(
+        self, session: CoqSession, name: str, timeout: float
+    ) -> frozenset[str]:
+        """The axioms the goal's original proof rests on, replayed once in ``session``.
+
+        A re-proof may use what the library's author accepted for this very
+        statement: the first lemma of a file about the reals rests on the reals'
+        axioms, though no earlier proof in the file is there to trust them.
+        """
+        if self._own is None:
+            ok, output = await session.qed_check(self.original, name, timeout)
+            self._own = frozenset(listed_axioms(output)) if ok else frozenset()
+        return self._own
+
+
+@functools.lru_cache(maxsize=8)
+def _functor_parameters(text: str) -> dict[str, frozenset[str]]:
+    return functor_parameters(text)
+
+
+class FileEvaluation:
+    """One file under evaluation: its ``Qed`` proofs, a prover with CoqHammer in front,
+    the trust base as the goals advance."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+        #: (hole, original proof sentences) of every ``Qed`` proof, in file order
+        self.proofs = qed_proofs(path, text)
+        project = project_for(path)
+        self.prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
+        self.trust = TrustBase([proved.goal.qualified_name for proved, _ in self.proofs])
+
+    def audit_for(self, index: int) -> GoalAudit:
+        hole, original = self.proofs[index]
+        return GoalAudit(
+            declared_axioms(self.text[: hole.statement_start]),
+            self.trust,
+            index,
+            _functor_parameters(self.text).get(hole.goal.qualified_name, frozenset()),
+            original,
+        )
+
+    async def check(
+        self, session: Any, found: StrategyResult | None, index: int, budget: Budget
+    ) -> tuple[bool, str, tuple[str, ...]]:
+        """(solved, note, script) for an arm's candidate, checked in ``session``."""
+        hole = self.proofs[index][0]
+        return await _checked(session, found, hole, self.audit_for(index), budget)
+
+    async def baseline(
+        self, arm: str, index: int, budget: Budget
+    ) -> tuple[str, float, bool, str, tuple[str, ...]]:
+        """A peer on goal ``index``: (strategy, CPU seconds, solved, note, script)."""
+        hole = self.proofs[index][0]
+        prefix = _prefix(self.prover, self.text, hole)
+        async with self.prover.session_at(hole.goal, prefix) as session:
+            spent = _arm_clock(session)
+            found, strategy = await _run_arm(arm, session, hole, budget)
+            cpu = spent()
+            solved, note, script = await _checked(
+                session, found, hole, self.audit_for(index), budget
+            )
+        return strategy, cpu, solved, note, script
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+
+
+class CoqEvaluation:
+    """What ``orch eval`` needs of Coq (the backend's ``evaluation`` feature)."""
+
+    #: the peers this backend can run
+    baselines = ("hammer", "hammer-capped", "tactics")
+
+    @staticmethod
+    def prepare() -> None:
+        """Make CoqHammer's ATP helpers findable by every prover started from now on."""
+        hammer_environment()
+
+    @staticmethod
+    async def clashes(files: Sequence[Path]) -> list[str]:
+        """The evaluated files that CoqHammer's load already brings in (not position-faithful)."""
+        probe = CoqProver(settings=_SETTINGS)
+        try:
+            return await _in_hammer_libraries(probe, files)
+        finally:
+            await probe.aclose()
+
+    @staticmethod
+    def goal_names(path: Path, text: str) -> list[str]:
+        """The names of the file's ``Qed`` proofs, in file order (the goals)."""
+        return [hole.goal.name for hole, _ in qed_proofs(path, text)]
+
+    @staticmethod
+    def open_file(path: Path, text: str) -> FileEvaluation:
+        return FileEvaluation(path, text)

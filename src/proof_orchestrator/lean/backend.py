@@ -1,0 +1,126 @@
+"""Lean 4 behind the language seam (:class:`~..provers.backend.Backend`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Sequence
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+from ..errors import OrchError
+from ..provers.backend import LineupInputs, ToolSettings
+from ..strategies.base import Strategy
+from . import holes
+from .script import check_lean_script
+from .session import LeanProject, LeanProver
+from .verify import LeanVerifier
+from .strategies.knn import LeanModels
+from .strategies.search import LeanSearchStrategy
+from .strategies.tactics import LeanQuickStrategy
+
+__all__ = ["LeanBackend", "LeanTools"]
+
+
+class LeanTools:
+    """One REPL pool and one verifier per Lean project."""
+
+    language = "lean"
+
+    def __init__(self, project: LeanProject, settings: ToolSettings, throttle: Any = None) -> None:
+        lean = dataclasses.replace(
+            settings.lean, max_idle=max(settings.lean.max_idle, settings.sessions)
+        )
+        self.project = project
+        self.prover = LeanProver(project, lean, throttle=throttle)
+        self.verifier = LeanVerifier(project, lean)
+
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+        if not isinstance(hole, holes.LeanHole):
+            raise TypeError("a Lean project got a hole of another language")
+        return self.prover.session(hole, text)
+
+    @staticmethod
+    def gate(sentences: Sequence[str]) -> tuple[str, ...]:
+        return check_lean_script(sentences)
+
+    @staticmethod
+    def declared_axioms(text: str) -> set[str]:
+        return holes.declared_axioms(text)
+
+    @staticmethod
+    def join_script(sentences: Sequence[str]) -> str:
+        """Tactics one per line: Lean's layout matters, so they are not joined by spaces."""
+        return "\n".join(sentences)
+
+    @staticmethod
+    def split_script(text: str) -> tuple[str, ...]:
+        """A recorded script as one tactic block: Lean's layout is not sentence-split here."""
+        return (text,) if text.strip() else ()
+
+    @staticmethod
+    def parse_script(text: str) -> tuple[str, ...]:
+        """A written script: its non-blank lines, each a tactic."""
+        return tuple(line for line in text.splitlines() if line.strip())
+
+    async def aclose(self) -> None:
+        await self.prover.aclose()
+        await self.verifier.aclose()
+
+
+class LeanBackend:
+    """Lean 4 files (``.lean``): holes are ``sorry``; REPL sessions, ``lean --json`` checks."""
+
+    language = "lean"
+    suffixes: tuple[str, ...] = (".lean",)
+
+    def scan(self, path: Path, text: str) -> list[Any]:
+        return list(holes.scan_lean_text(path, text))
+
+    def project_files(self, path: Path) -> list[Path] | None:
+        return None
+
+    def project_key(self, path: Path) -> Hashable:
+        return ("lean", str(LeanProject.for_file(path).root))
+
+    def project_root(self, path: Path) -> Path:
+        return LeanProject.for_file(path).root
+
+    def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> LeanTools:
+        return LeanTools(LeanProject.for_file(path), settings, throttle)
+
+    def strategies(self, inputs: LineupInputs) -> list[Strategy]:
+        """Profile 0: ``lean-quick``; 1 and above: best-first ``lean-search`` too."""
+        lineup: list[Strategy] = [LeanQuickStrategy()]
+        if inputs.profile >= 1:
+            lineup.append(LeanSearchStrategy(LeanModels(inputs.proved)))
+        return lineup
+
+    def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
+        if any(p.imports for p in patches):
+            raise ValueError("a Lean proof cannot bring imports into its file")
+        return 0, ""
+
+    async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
+        toolchains = sorted({LeanProject.for_file(p).toolchain for p in files})
+        return "lean " + (", ".join(t for t in toolchains if t) or "(no lean-toolchain)")
+
+    def feature(self, name: str) -> Any:
+        if name == "agent":
+            from .agent import LeanAgentSide
+
+            return LeanAgentSide()
+        if name == "declarations":
+            return self.declarations
+        raise OrchError(f"{name!r} is not available for Lean files (Coq only)")
+
+    @staticmethod
+    def declarations(paths: Sequence[Path]) -> dict[str, bool]:
+        """Every declaration of ``paths``: full name -> unproved (has ``sorry``, or is an
+        ``axiom``). The blueprint sync reads them."""
+        unproved: dict[str, bool] = {}
+        for path in paths:
+            for declaration in holes.declarations(path.read_text(encoding="utf-8")):
+                open_ = declaration.has_sorry or declaration.keyword == "axiom"
+                unproved[declaration.name] = unproved.get(declaration.name, False) or open_
+        return unproved

@@ -1,0 +1,239 @@
+"""Read-only queries for the dashboard."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
+
+from ._core import iso
+from .models import Attempt, GoalRow, Proof, Run
+from .store import Ledger
+
+__all__ = ["LedgerReader"]
+
+
+class LedgerReader:
+    """Read-only queries for the dashboard. Opens no transaction that writes."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def tickets(self) -> list[dict[str, Any]]:
+        """Every helper-lemma ticket, newest first."""
+        return [
+            {
+                "id": t.id,
+                "state": t.state,
+                "name": t.name,
+                "statement": t.statement,
+                "parent_goal_id": t.parent_goal_id,
+                "priority": t.priority,
+                "claimed_by": t.claimed_by,
+                "lease_until": t.lease_until.isoformat() if t.lease_until else None,
+                "proof": " ".join(t.proof) if t.proof else None,
+                "created_at": t.created_at.isoformat(),
+            }
+            for t in reversed(self.ledger.tickets())
+        ]
+
+    @staticmethod
+    def _winner() -> Any:
+        """The strategy of a goal's proof (a subquery correlated to the goal's row)."""
+        return (
+            select(func.max(Proof.strategy))
+            .where(Proof.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+
+    @classmethod
+    def _goal_filters(cls, status: str | None, file: str | None, strategy: str | None) -> list[Any]:
+        filters: list[Any] = []
+        if status:
+            filters.append(GoalRow.status == status)
+        if file:
+            filters.append(GoalRow.file.contains(file))
+        if strategy:
+            filters.append(cls._winner() == strategy)
+        return filters
+
+    def goals(
+        self,
+        *,
+        status: str | None = None,
+        file: str | None = None,
+        strategy: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
+        """Goals in (file, line) order with their attempt count and proving strategy.
+
+        ``limit`` and ``offset`` page the list. The attempt count and the
+        strategy are looked up for the returned goals only (correlated
+        subqueries on the indexed ``goal_id`` columns), so a page does not
+        aggregate the whole attempts table.
+        """
+        attempts = (
+            select(func.count())
+            .select_from(Attempt)
+            .where(Attempt.goal_id == GoalRow.id)
+            .correlate(GoalRow)
+            .scalar_subquery()
+        )
+        query = (
+            select(
+                GoalRow.id,
+                GoalRow.file,
+                GoalRow.name,
+                GoalRow.line,
+                GoalRow.statement,
+                GoalRow.status,
+                GoalRow.fingerprint,
+                attempts.label("n"),
+                self._winner().label("strategy"),
+            )
+            .where(*self._goal_filters(status, file, strategy))
+            .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with self.ledger.engine.connect() as connection:
+            return [
+                {
+                    "id": row.id,
+                    "file": row.file,
+                    "name": row.name,
+                    "line": row.line,
+                    "statement": row.statement,
+                    "status": row.status,
+                    "attempts": int(row.n or 0),
+                    "strategy": row.strategy or "",
+                    "fingerprint": row.fingerprint,
+                }
+                for row in connection.execute(query).all()
+            ]
+
+    def count_goals(
+        self, *, status: str | None = None, file: str | None = None, strategy: str | None = None
+    ) -> int:
+        """How many goals :meth:`goals` lists with the same filters and no page."""
+        query = (
+            select(func.count())
+            .select_from(GoalRow)
+            .where(*self._goal_filters(status, file, strategy))
+        )
+        with self.ledger.engine.connect() as connection:
+            return int(connection.execute(query).scalar_one())
+
+    def open_statements(self) -> list[str]:
+        """The statements of the goals not proved yet (the overview's difficulty chart).
+
+        Only the statement column of those rows: no join, no attempt counts.
+        """
+        with self.ledger.engine.connect() as connection:
+            return list(
+                connection.execute(
+                    select(GoalRow.statement).where(GoalRow.status != "proved")
+                ).scalars()
+            )
+
+    def goal(self, goal_id: int) -> dict[str, Any] | None:
+        with self.ledger.engine.connect() as connection:
+            row = connection.execute(select(GoalRow).where(GoalRow.id == goal_id)).first()
+            if row is None:
+                return None
+            attempts = connection.execute(
+                select(Attempt).where(Attempt.goal_id == goal_id).order_by(Attempt.id)
+            ).all()
+            proof = connection.execute(
+                select(Proof).where(Proof.goal_id == goal_id).order_by(Proof.id.desc()).limit(1)
+            ).first()
+            goal = row
+            return {
+                "id": goal.id,
+                "file": goal.file,
+                "name": goal.name,
+                "line": goal.line,
+                "statement": goal.statement,
+                "status": goal.status,
+                "fingerprint": goal.fingerprint,
+                "attempts": [
+                    {
+                        "strategy": a.strategy,
+                        "tactic": a.tactic,
+                        "outcome": a.outcome,
+                        "cpu_seconds": a.cpu_seconds,
+                        "wall_seconds": a.wall_seconds,
+                        "budget_seconds": a.budget_seconds,
+                        "message": a.message,
+                        "created_at": iso(a.created_at),
+                    }
+                    for a in attempts
+                ],
+                "proof": None
+                if proof is None
+                else {
+                    "script": " ".join(proof.sentences),
+                    "strategy": proof.strategy,
+                    "diff": proof.diff,
+                    "written": proof.written,
+                    "verified_at": iso(proof.verified_at),
+                },
+            }
+
+    def live(self) -> list[dict[str, Any]]:
+        """What running commands are doing now (see :meth:`Ledger.live_runs`)."""
+        return self.ledger.live_runs()
+
+    def runs(self) -> list[dict[str, Any]]:
+        with self.ledger.engine.connect() as connection:
+            rows = connection.execute(select(Run).order_by(Run.id.desc()).limit(50)).all()
+            return [
+                {
+                    "id": r.id,
+                    "command": r.command,
+                    "status": r.status,
+                    "started_at": iso(r.started_at),
+                    "finished_at": iso(r.finished_at),
+                    "prover_version": r.prover_version,
+                    "summary": r.summary or {},
+                }
+                for r in rows
+            ]
+
+    def proofs_over_time(self, max_points: int = 500) -> list[tuple[datetime, int]]:
+        """(time, cumulative number of verified proofs), at most ``max_points`` of them.
+
+        With more proofs than that, evenly spaced points are kept (the first and
+        the last among them), each with its exact cumulative count: a chart of
+        20,000 proofs stays a few hundred points.
+        """
+        with self.ledger.engine.connect() as connection:
+            times = [
+                t
+                for (t,) in connection.execute(
+                    select(Proof.verified_at).order_by(Proof.verified_at)
+                )
+            ]
+        points = [(t, i + 1) for i, t in enumerate(times)]
+        if len(points) <= max_points:
+            return points
+        last, keep = len(points) - 1, max(2, max_points)
+        return [points[round(j * last / (keep - 1))] for j in range(keep)]
+
+    def files(self) -> list[dict[str, Any]]:
+        with self.ledger.engine.connect() as connection:
+            rows = connection.execute(
+                select(GoalRow.file, GoalRow.status, func.count()).group_by(
+                    GoalRow.file, GoalRow.status
+                )
+            ).all()
+        per: dict[str, dict[str, int]] = {}
+        for file, status, n in rows:
+            per.setdefault(file, {"total": 0, "proved": 0, "open": 0})
+            per[file]["total"] += n
+            per[file]["proved" if status == "proved" else "open"] += n
+        return [{"file": f, **counts} for f, counts in sorted(per.items())]

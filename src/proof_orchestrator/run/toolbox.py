@@ -1,0 +1,55 @@
+"""The prover tools of the projects one process works on, made on first use.
+
+One :class:`~..provers.backend.ProjectTools` per project (a Coq project is
+one set of ``_CoqProject`` flags, a Lean project one root), from the backend
+that owns the file's suffix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from pathlib import Path
+from typing import Any
+
+from ..backends import backend_for
+from ..provers.backend import ProjectTools, ToolSettings
+from .reports import FillOptions
+
+__all__ = ["Toolbox", "tool_settings"]
+
+
+def tool_settings(options: FillOptions) -> ToolSettings:
+    """What the backends need from a run's options to make a project's tools."""
+    return ToolSettings(
+        sessions=options.orch.max_light + options.orch.max_heavy,
+        memory_mb=options.orch.prover_memory_mb,
+        coq=options.coq,
+        lean=options.lean,
+    )
+
+
+class Toolbox:
+    """Tools per project; ``throttle`` (the governor's gate) holds back new prover processes."""
+
+    def __init__(self, options: FillOptions, throttle: Any = None) -> None:
+        self.settings = tool_settings(options)
+        self.throttle = throttle
+        self._tools: dict[Hashable, ProjectTools] = {}
+
+    def for_path(self, path: Path) -> ProjectTools:
+        backend = backend_for(path)
+        key = backend.project_key(path)
+        if key not in self._tools:
+            self._tools[key] = backend.tools(path, self.settings, self.throttle)
+        return self._tools[key]
+
+    def for_hole(self, hole: Any) -> ProjectTools:
+        return self.for_path(hole.goal.file)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    async def aclose(self) -> None:
+        tools, self._tools = list(self._tools.values()), {}
+        for project_tools in tools:
+            await project_tools.aclose()
