@@ -44,6 +44,9 @@ class FixedScript:
         self.sentences = sentences
         self.name = "fixed"
         self.weight = "light"
+        self.language = "coq"
+        self.uses_slot = True
+        self.needs_ledger = False
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         result = await session.run_script(
@@ -59,6 +62,9 @@ class ScriptByName:
 
     name = "by-name"
     weight = "light"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(self, scripts: dict[str, tuple[str, ...]]) -> None:
         self.scripts = scripts

@@ -31,6 +31,9 @@ class Slow:
 
     name = "slow"
     weight = "light"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     def __init__(self) -> None:
         self.pids: list[int] = []
@@ -48,6 +51,9 @@ class Fast:
 
     name = "fast"
     weight = "light"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         await asyncio.sleep(1.0)

@@ -19,7 +19,7 @@ from .errors import OrchError
 
 __all__ = ["IMPORTABLE", "ConfigError", "Settings", "load_settings"]
 
-#: what ``allow_import`` may name (the sentences are in ``project.patch.ALLOWED_IMPORTS``)
+#: what ``allow_import`` may name (the sentences are in ``coq.backend.ALLOWED_IMPORTS``)
 IMPORTABLE = ("hammer-tactics",)
 
 

@@ -30,7 +30,10 @@ from .serve import dashboard_command, mcp_command
 __all__ = ["app", "main"]
 
 app = typer.Typer(
-    help="Fill the holes (Admitted.) of Coq files with proofs found by search and checked by Coq.",
+    help=(
+        "Fill the holes of Coq files (Admitted.) and Lean 4 files (sorry) with proofs "
+        "found by search and checked by the prover (coqc, or lake env lean)."
+    ),
     no_args_is_help=True,
     add_completion=False,
 )

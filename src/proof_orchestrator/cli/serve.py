@@ -19,6 +19,7 @@ from .common import (
     open_ledger,
 )
 from .options import (
+    AllowImport,
     BudgetOpt,
     CpuTarget,
     LlmBudget,
@@ -87,6 +88,7 @@ def mcp_command(
     tactic_timeout: TacticTimeout = None,
     use_llm: UseLlm = None,
     llm_budget_usd: LlmBudget = None,
+    allow_import: AllowImport = None,
 ) -> None:
     """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
     try:

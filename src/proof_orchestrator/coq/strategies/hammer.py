@@ -27,16 +27,23 @@ proof carries the import ``From Hammer Require Import Tactics.`` that the
 patch adds after the file's last ``Require`` (the whole file is verified as
 always). ``sauto`` runs in files without CoqHammer only when that import is
 allowed.
+
+Where they cannot run at all (``sauto`` in a file without CoqHammer's tactics
+and without that permission; either where CoqHammer does not load), they say
+so with :attr:`~proof_orchestrator.goals.Outcome.SKIPPED` and the reason: no
+tactic was tried, so it is not an attempt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import time
 from collections.abc import Callable, Sequence
 
+from ...errors import PrefixError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
@@ -47,6 +54,7 @@ __all__ = [
     "FOUND_WITH_TACTICS",
     "HAMMER_LIBEXEC",
     "HAMMER_PREAMBLE",
+    "NO_HAMMER_TACTICS",
     "SAUTO_TACTICS",
     "TACTICS_IMPORT",
     "HammerStrategy",
@@ -81,6 +89,22 @@ SAUTO_TACTICS = (
     "strivial.",
 )
 _REPLACE = re.compile(r"Replace the hammer tactic with:\s*(?P<tactic>[^<]+)")
+#: why ``sauto`` is skipped in a file that does not load CoqHammer's tactics
+NO_HAMMER_TACTICS = (
+    "the file does not load CoqHammer's tactics (--allow-import hammer-tactics lets "
+    "sauto add `From Hammer Require Import Tactics.`)"
+)
+
+
+def skipped(reason: str, started: float) -> StrategyResult:
+    """The result of a strategy that cannot run on the goal: no tactic tried, no CPU."""
+    return StrategyResult(Outcome.SKIPPED, (), 0, 0.0, time.monotonic() - started, reason)
+
+
+def _does_not_load(what: str, error: PrefixError) -> str:
+    """Why a side session that loads ``what`` could not be opened (one short line)."""
+    detail = " ".join(str(error).split())
+    return f"{what} does not load in this file: {detail}"[:300]
 
 
 def hammer_environment() -> None:
@@ -234,10 +258,18 @@ class SautoStrategy(_QuickTactics):
         return list(SAUTO_TACTICS)
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
-        if await _has_hammer_tactics(session) or not self.allow_tactics_import:
-            return await super().prove(session, goal, budget)
         started = time.monotonic()
-        async with session.side_session((TACTICS_IMPORT, *NO_MICROMEGA_CACHE)) as side:
+        if await _has_hammer_tactics(session):
+            return await super().prove(session, goal, budget)
+        if not self.allow_tactics_import:
+            return skipped(NO_HAMMER_TACTICS, started)
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                side = await stack.enter_async_context(
+                    session.side_session((TACTICS_IMPORT, *NO_MICROMEGA_CACHE))
+                )
+            except PrefixError as exc:
+                return skipped(_does_not_load("Hammer.Tactics", exc), started)
             found = await super().prove(side, goal, budget)
         if found.outcome is not Outcome.CANDIDATE:
             return found
@@ -298,7 +330,11 @@ class HammerStrategy:
         if loaded:
             found = await self._hammer(session, budget, spent)
         else:
-            async with session.side_session(HAMMER_PREAMBLE) as side:
+            async with contextlib.AsyncExitStack() as stack:
+                try:
+                    side = await stack.enter_async_context(session.side_session(HAMMER_PREAMBLE))
+                except PrefixError as exc:
+                    return skipped(_does_not_load("CoqHammer", exc), started)
                 sides.append(side)
                 found = await self._hammer(side, budget, spent)
         if found.status is TacticStatus.TIMEOUT:
