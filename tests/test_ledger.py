@@ -272,7 +272,8 @@ def test_an_unverified_candidate_comes_back_as_recorded_and_each_prover_splits_i
 ) -> None:
     """The ledger keeps a candidate as the prover's tools joined it and gives it back
     unchanged; only the prover's tools know how to cut it into sentences again."""
-    from proof_orchestrator.run.tools import LeanTools, ProjectTools
+    from proof_orchestrator.coq.backend import CoqTools as ProjectTools
+    from proof_orchestrator.lean.backend import LeanTools
 
     run = ledger.start_run("fill", {}, "8.16.1")
     goal_id = ledger.upsert_goal(GOAL)
