@@ -4,8 +4,10 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 STAMP  := $(VENV)/.installed-stamp
+# NO_MKDOCS_2_WARNING: the theme's end-of-life banner, printed at every build
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 
-.PHONY: bank test deps provers lint typecheck clean lean-transcripts
+.PHONY: bank test deps provers lint typecheck docs workflows clean lean-transcripts
 
 bank: deps
 	$(VENV)/bin/orch bank
@@ -13,6 +15,8 @@ bank: deps
 test: deps
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
+	$(MKDOCS) build --strict
+	$(VENV)/bin/actionlint
 	$(VENV)/bin/pytest
 
 deps: provers $(STAMP)
@@ -34,8 +38,16 @@ lean-transcripts:
 lint:
 	$(VENV)/bin/ruff check src tests
 
+# The docs site (docs/, mkdocs.yml) into site/; the settings page is generated from the code
+docs: deps
+	$(MKDOCS) build --strict
+
+# Lint the GitHub Actions workflows (.github/workflows/)
+workflows: deps
+	$(VENV)/bin/actionlint
+
 typecheck:
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache site
