@@ -84,8 +84,26 @@ def test_live_panel_follows_a_real_fill(project: tuple[Path, str], dashboard: st
             assert page.locator("#live .live-run.alive").count() == 1
             assert page.inner_text("#live .live-total") == "42"
             assert page.inner_text("#live .slot-goal >> nth=0").strip()
+            # file paths are relative to the project root
+            assert page.inner_text("#live .slot-file >> nth=0") == "BankNat.v"
             done = int(page.inner_text("#live .live-done"))
             page.screenshot(path=str(ARTIFACTS / "dashboard-live-1.png"), full_page=True)
+            # the CPU-share and memory charts draw the running command's trace, redrawn
+            # as it goes (the page opened before the run had a sample: "no data yet" then)
+            page.wait_for_function(
+                """() => ['cpu', 'memory'].every(k => {
+                     const div = document.getElementById('chart-' + k);
+                     return div && div.dataset.live === 'running'
+                       && div.querySelectorAll('.scatterlayer .point').length >= 5; })""",
+                timeout=60_000,
+            )
+            points = page.evaluate("() => document.getElementById('chart-cpu').data[0].y.length")
+            assert points >= 5
+            assert page.locator("#chart-cpu .scatterlayer .point").count() >= 3
+            assert "running" in (page.locator("#chart-cpu .gtitle").text_content() or "")
+            assert "100%" in page.locator("#chart-cpu .ytick text").all_text_contents()
+            assert page.locator("#chart-memory .scatterlayer .point").count() >= 3
+            page.screenshot(path=str(ARTIFACTS / "dashboard-live-charts.png"), full_page=True)
             # the panel follows the run: more goals done, without reloading the page
             page.wait_for_function(
                 "d => +document.querySelector('#live .live-done').textContent > d",
@@ -99,6 +117,7 @@ def test_live_panel_follows_a_real_fill(project: tuple[Path, str], dashboard: st
             # the run cleared its row: the panel says nothing runs
             page.wait_for_selector("#live-none", timeout=10_000)
             page.reload()
+            assert page.inner_text("#files td >> nth=0") == "BankNat.v"
             for chart in ("solved", "cpu", "strategy"):
                 page.wait_for_selector(f"#chart-{chart} .xtick text")
                 assert page.locator(f"#chart-{chart} .ytick text").count() >= 2, chart

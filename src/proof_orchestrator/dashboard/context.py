@@ -36,7 +36,15 @@ class DashboardContext:
     registry: CollectorRegistry
 
     def page(self, name: str, **context: Any) -> HTMLResponse:
-        return HTMLResponse(self.templates.get_template(name).render(**context))
+        template = self.templates.get_template(name)
+        return HTMLResponse(template.render(relative=self.relative, root=str(self.root), **context))
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the project root when it lies inside it, else as it is."""
+        try:
+            return Path(path).relative_to(self.root).as_posix()
+        except ValueError:
+            return path
 
     def summary(self) -> dict[str, Any]:
         stats = self.ledger.stats()

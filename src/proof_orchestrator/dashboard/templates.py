@@ -20,7 +20,7 @@ pre { background: #f6f6f6; padding: 0.5rem; overflow-x: auto; }
 #live .live-run { border: 1px solid #9bc; padding: 0.5rem 1rem; margin: 0.5rem 0; }
 #live .live-run.dead { border-color: #c66; background: #fff4f4; }
 #live .badge { font-weight: bold; } #live .dead .badge { color: #a33; } #live .alive .badge { color: #174; }
-.proved { color: #174; } .failed { color: #a33; } .open { color: #a60; }
+.proved { color: #174; } .failed { color: #a33; } .open { color: #a60; } .skipped { color: #888; }
 .cards span { display: inline-block; border: 1px solid #ccc; padding: 0.5rem 1rem; margin-right: 0.5rem; }
 </style>{% block head %}{% endblock %}</head>
 <body>
@@ -42,20 +42,25 @@ _OVERVIEW = """{% extends "base.html" %}
 <span>model spend <b id="llm-cost">${{ "%.4f"|format(stats.llm.cost_usd) }}</b> ({{ stats.llm.tokens_in + stats.llm.tokens_out }} tokens)</span>
 </div>
 <h2>Running now</h2>
-<div id="live" data-source="none"><p id="live-none">Waiting for the live state…</p></div>
+<div id="live" data-source="none" data-root="{{ root }}"><p id="live-none">Waiting for the live state…</p></div>
 <h2>Charts</h2>
 <div id="charts">{{ charts.solved|safe }}{{ charts.cpu|safe }}{{ charts.strategy|safe }}{{ charts.cost|safe }}
 {{ charts.memory|safe }}{{ charts.queue|safe }}</div>
 <h2>Files</h2>
 <table id="files"><tr><th>file</th><th>holes</th><th>proved</th><th>open</th></tr>
-{% for f in files %}<tr><td>{{ f.file }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}
+{% for f in files %}<tr><td title="{{ f.file }}">{{ relative(f.file) }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}
 </table>
 <h2>Strategies</h2>
-<table id="strategies"><tr><th>strategy</th><th>attempts</th><th>proved</th><th>win rate</th><th>CPU s</th><th>CPU s / proof</th></tr>
+<table id="strategies"><tr><th>strategy</th><th>attempts</th><th>proved</th><th>win rate</th><th>CPU s</th><th>CPU s / proof</th><th>skipped</th></tr>
 {% for s in strategies %}<tr><td>{{ s.strategy }}</td><td>{{ s.attempts }}</td><td>{{ s.proved }}</td>
 <td>{{ "%.0f%%"|format(100 * s.proved / s.attempts if s.attempts else 0) }}</td><td>{{ "%.1f"|format(s.cpu_seconds) }}</td>
-<td>{{ "%.2f"|format(s.cpu_seconds / s.proved) if s.proved else "–" }}</td></tr>{% endfor %}
+<td>{{ "%.2f"|format(s.cpu_seconds / s.proved) if s.proved else "–" }}</td>
+<td class="skipped" title="{{ s.skipped_reason or '' }}">{{ s.skipped or "" }}</td></tr>{% endfor %}
 </table>
+{% set skipping = strategies|selectattr("skipped")|list %}{% if skipping %}
+<p id="skipped">Skipped: the strategy cannot run there, so these are not attempts (nor in the CPU figures).</p>
+<ul id="skipped-reasons">{% for s in skipping %}<li><b>{{ s.strategy }}</b> ×{{ s.skipped }}: {{ s.skipped_reason }}</li>{% endfor %}</ul>
+{% endif %}
 <script>
 // live counts: poll the JSON API (no library needed)
 async function refresh() {
@@ -73,6 +78,10 @@ function el(tag, cls, text) {
   if (cls) e.className = cls;
   if (text !== undefined && text !== null) e.textContent = text;
   return e;
+}
+function rel(path) {
+  const root = document.getElementById("live").dataset.root;
+  return root && path.startsWith(root + "/") ? path.slice(root.length + 1) : path;
 }
 function seconds(v) { return v === null || v === undefined ? "–" : v.toFixed(1) + " s"; }
 function percent(v) { return v === null || v === undefined ? "–" : (100 * v).toFixed(0) + " %"; }
@@ -107,7 +116,7 @@ function renderLive(data) {
     table.append(hr);
     for (const s of st.slots || []) {
       const tr = el("tr", "live-slot");
-      tr.append(el("td", "slot-goal", s.goal), el("td", "slot-file", s.file.split("/").pop()),
+      tr.append(el("td", "slot-goal", s.goal), el("td", "slot-file", rel(s.file)),
         el("td", "slot-strategy", s.strategy), el("td", "", s.budget_seconds ? seconds(s.budget_seconds) : "–"),
         el("td", "slot-cpu", seconds(s.cpu_seconds)), el("td", "", seconds(s.elapsed_seconds)));
       tr.lastChild.previousSibling.title = s.cpu_seconds === null ? "known when the attempt ends" : "";
@@ -118,13 +127,42 @@ function renderLive(data) {
     box.append(sec);
   }
 }
+// the CPU-share and memory charts follow a running command: redrawn from its trace
+let chartsAt = 0, wasRunning = false, chartsBusy = false;
+async function refreshCharts(data) {
+  const running = data.runs.some(run => !run.dead);
+  if (!running && !wasRunning) return;
+  const ended = wasRunning && !running;
+  wasRunning = running;
+  if (chartsBusy || (!ended && Date.now() - chartsAt < 2000)) return;
+  chartsBusy = true;
+  chartsAt = Date.now();
+  try {
+    const r = await fetch("/api/live/charts" + location.search);
+    if (!r.ok) return;
+    const charts = await r.json();
+    for (const [key, fig] of Object.entries(charts.figures)) {
+      const div = document.getElementById("chart-" + key);
+      if (!fig || !div) continue;
+      if (div.classList.contains("chart-empty")) {
+        div.replaceChildren();
+        div.classList.remove("chart-empty");
+      }
+      div.dataset.live = charts.running ? "running" : "finished";
+      Plotly.react(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
+    }
+  } finally {
+    chartsBusy = false;
+  }
+}
+function onLive(data) { renderLive(data); refreshCharts(data); }
 async function pollLive() {
   const r = await fetch("/api/live" + location.search);
-  if (r.ok) renderLive(await r.json());
+  if (r.ok) onLive(await r.json());
 }
 if (window.EventSource) {
   const stream = new EventSource("/api/live/stream" + location.search);
-  stream.addEventListener("live", e => { document.getElementById("live").dataset.source = "sse"; renderLive(JSON.parse(e.data)); });
+  stream.addEventListener("live", e => { document.getElementById("live").dataset.source = "sse"; onLive(JSON.parse(e.data)); });
 } else {
   pollLive();
   setInterval(pollLive, 1000);
@@ -143,19 +181,20 @@ strategy <input name="strategy" value="{{ strategy or '' }}">
 <p><span id="count">{{ goals|length }}</span> goals</p>
 <table id="goals"><tr><th>lemma</th><th>file</th><th>line</th><th>status</th><th>strategy</th><th>attempts</th></tr>
 {% for g in goals %}<tr class="goal-row" data-status="{{ g.status }}">
-<td><a href="/goals/{{ g.id }}">{{ g.name }}</a></td><td>{{ g.file }}</td><td>{{ g.line }}</td>
+<td><a href="/goals/{{ g.id }}">{{ g.name }}</a></td><td title="{{ g.file }}">{{ relative(g.file) }}</td><td>{{ g.line }}</td>
 <td class="{{ g.status }}">{{ g.status }}</td><td>{{ g.strategy }}</td><td>{{ g.attempts }}</td></tr>{% endfor %}
 </table>{% endblock %}"""
 
 _GOAL = """{% extends "base.html" %}{% block body %}
-<p>{{ goal.file }}:{{ goal.line }} · status <b class="{{ goal.status }}">{{ goal.status }}</b></p>
+<p><span title="{{ goal.file }}">{{ relative(goal.file) }}</span>:{{ goal.line }} · status <b class="{{ goal.status }}">{{ goal.status }}</b></p>
 <h2>Statement</h2><pre id="statement">{{ goal.statement }}</pre>
 {% if goal.proof %}<h2>Verified proof ({{ goal.proof.strategy }})</h2>
 <pre id="proof">{{ goal.proof.script }}</pre>
 <h3>Change to the file</h3><pre id="diff">{{ goal.proof.diff }}</pre>{% else %}<p id="no-proof">No verified proof yet.</p>{% endif %}
 <h2>Attempts</h2>
 <table id="attempts"><tr><th>strategy</th><th>outcome</th><th>tactic</th><th>budget s</th><th>CPU s</th><th>wall s</th><th>when</th></tr>
-{% for a in goal.attempts %}<tr><td>{{ a.strategy }}</td><td>{{ a.outcome }}</td><td><code>{{ a.tactic }}</code></td>
+{% for a in goal.attempts %}<tr class="attempt-{{ a.outcome }}"><td>{{ a.strategy }}</td><td class="{{ a.outcome }}">{{ a.outcome }}</td>
+<td>{% if a.outcome == "skipped" %}<i>cannot run here: {{ a.message }}</i>{% else %}<code>{{ a.tactic }}</code>{% endif %}</td>
 <td>{{ a.budget_seconds }}</td><td>{{ "%.3f"|format(a.cpu_seconds) }}</td><td>{{ "%.3f"|format(a.wall_seconds) }}</td><td>{{ a.created_at }}</td></tr>{% endfor %}
 </table>{% endblock %}"""
 

@@ -31,12 +31,49 @@ from ..errors import LedgerError
 from ..ledger import Ledger
 from ..scheduler.governor import CpuGovernor
 
-__all__ = ["PUBLISH_INTERVAL", "LiveBoard", "LivePublisher", "LiveSlot"]
+__all__ = [
+    "LIVE_TRACE_POINTS",
+    "PUBLISH_INTERVAL",
+    "LiveBoard",
+    "LivePublisher",
+    "LiveSlot",
+    "live_trace",
+]
 
 log = logging.getLogger(__name__)
 
 #: seconds between two publications of the live state
 PUBLISH_INTERVAL = 1.0
+#: at most this many samples of the governor's trace are published (the whole run, thinned)
+LIVE_TRACE_POINTS = 180
+
+
+def live_trace(governor: CpuGovernor) -> dict[str, Any] | None:
+    """The governor's trace so far, for the dashboard's charts during the run.
+
+    Columns, not rows (a smaller document): ``t`` (seconds since the
+    governor started), ``cpu_share`` (measured share of the machine) and
+    ``largest_prover_mb`` (the largest prover's resident memory). ``end`` is
+    the wall-clock time of the newest sample, to within one sampling
+    interval, so a sample's time is ``end - (t[-1] - t)``. A long run is
+    thinned to :data:`LIVE_TRACE_POINTS` evenly spaced samples, the newest
+    always among them.
+    """
+    trace = governor.trace
+    if not trace:
+        return None
+    last = len(trace) - 1
+    if last < LIVE_TRACE_POINTS:
+        picked = trace
+    else:
+        step = last / (LIVE_TRACE_POINTS - 1)
+        picked = [trace[round(j * step)] for j in range(LIVE_TRACE_POINTS)]
+    return {
+        "end": datetime.now(UTC).isoformat(),
+        "t": [round(s.t, 1) for s in picked],
+        "cpu_share": [round(s.fraction, 4) for s in picked],
+        "largest_prover_mb": [max(s.prover_rss_mb, default=0.0) for s in picked],
+    }
 
 
 @dataclass(slots=True)
@@ -111,6 +148,7 @@ class LiveBoard:
                 "last": governor.trace[-1].fraction if governor.trace else None,
                 "session_limit": governor.limit,
             }
+            share["trace"] = live_trace(governor)
         return {
             "pid": os.getpid(),
             "host": socket.gethostname(),
