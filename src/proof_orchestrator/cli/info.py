@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.columns import Columns
 from rich.table import Table
 
 from ..backends import project_root
@@ -66,31 +68,134 @@ def stats_command(
     if as_json:
         out.print_json(json.dumps(stats))
         return
-    out.print(f"Ledger: {stats['url']}")
-    out.print(
-        f"Goals: {stats['goals'] or 'none'}; attempts: {stats['attempts'] or 'none'}; "
-        f"verified proofs: {stats['proofs']}; CPU: {stats['cpu_seconds']:.1f} s"
-    )
+    _print_stats(stats)
+
+
+def local_time(value: str | None) -> str:
+    """An ISO time from the ledger as local wall-clock time, ``2026-11-24 15:27:26``.
+
+    SQLite gives naive times, which the ledger writes in UTC; PostgreSQL gives aware ones.
+    """
+    if not value:
+        return ""
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def duration(seconds: float | None) -> str:
+    """``0.4 s``, ``12 s``, ``3 min 12 s``, ``2 h 5 min``, ``3 d 4 h``; empty for None."""
+    if seconds is None:
+        return ""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs} s" if secs else f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+def _took(run: dict[str, Any]) -> str:
+    if not run["started_at"] or not run["finished_at"]:
+        return ""
+    started = datetime.fromisoformat(run["started_at"])
+    finished = datetime.fromisoformat(run["finished_at"])
+    return duration(max((finished - started).total_seconds(), 0.0))
+
+
+def _counts(table: Table, counts: dict[str, int], *, first: tuple[str, ...] = ()) -> None:
+    """One row per key of ``counts``: ``first`` keys in that order, then by count."""
+    order = [k for k in first if k in counts]
+    order += sorted((k for k in counts if k not in order), key=lambda k: (-counts[k], k))
+    for key in order:
+        table.add_row(key, str(counts[key]))
+
+
+def _print_stats(stats: dict[str, Any]) -> None:
+    """``orch stats`` for a person: tables, local times, durations.
+
+    Skipped strategies (they cannot run on a goal, :attr:`Outcome.SKIPPED`) are
+    not attempts: they are counted, with their reason, in a table of their own.
+    """
+    goals: dict[str, int] = stats["goals"]
+    attempts: dict[str, int] = stats["attempts"]
+    skipped = int(stats.get("skipped", 0))
+    summary = Table(title="Ledger", show_header=False, title_justify="left")
+    summary.add_column("what", style="bold")
+    summary.add_column("value", overflow="fold")
+    summary.add_row("ledger", stats["url"])
+    proved = goals.get("proved", 0)
+    summary.add_row("goals", f"{sum(goals.values())} ({proved} proved)" if goals else "none")
+    summary.add_row("attempts", str(sum(attempts.values())) if attempts else "none")
+    if skipped:
+        summary.add_row("skipped", f"{skipped} (strategies that cannot run there; not attempts)")
+    summary.add_row("verified proofs", str(stats["proofs"]))
+    summary.add_row("prover CPU", duration(stats["cpu_seconds"]))
+    out.print(summary)
     llm = stats["llm"]
     if llm["attempts"]:
         out.print(
             f"Model spend: ${llm['cost_usd']:.4f} on {llm['attempts']} attempts, "
-            f"{llm['tokens_in']} tokens in, {llm['tokens_out']} out, {llm['llm_seconds']:.1f} s"
+            f"{llm['tokens_in']} tokens in, {llm['tokens_out']} out, "
+            f"{duration(llm['llm_seconds'])} of model time"
         )
-    table = Table(title="Strategies")
-    for column in ("strategy", "attempts", "proved", "cpu s"):
-        table.add_column(column)
-    for s in stats["strategies"]:
+    if goals or attempts:
+        by_status = Table(title="Goals by status", title_justify="left")
+        by_status.add_column("status")
+        by_status.add_column("goals", justify="right")
+        _counts(by_status, goals, first=("proved",))
+        by_outcome = Table(title="Attempts by outcome", title_justify="left")
+        by_outcome.add_column("outcome")
+        by_outcome.add_column("attempts", justify="right")
+        _counts(by_outcome, attempts, first=("proved", "candidate"))
+        out.print(Columns([by_status, by_outcome], padding=(0, 4)))
+    strategies = sorted(stats["strategies"], key=lambda s: (-s["proved"], -s["attempts"]))
+    table = Table(title="Strategies", title_justify="left")
+    for column in ("strategy", "attempts", "proved", "CPU", "CPU per proof"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for s in strategies:
+        if not s["attempts"]:
+            continue
+        per_proof = duration(s["cpu_seconds"] / s["proved"]) if s["proved"] else "–"
         table.add_row(
-            s["strategy"], str(s["attempts"]), str(s["proved"]), f"{s['cpu_seconds']:.1f}"
+            s["strategy"],
+            str(s["attempts"]),
+            str(s["proved"]),
+            duration(s["cpu_seconds"]),
+            per_proof,
         )
     out.print(table)
-    runs = Table(title="Recent runs")
-    for column in ("id", "command", "status", "started", "finished"):
-        runs.add_column(column)
+    skipping = [s for s in strategies if s.get("skipped")]
+    if skipping:
+        skips = Table(
+            title="Skipped (the strategy cannot run there; not counted as attempts)",
+            title_justify="left",
+        )
+        skips.add_column("strategy")
+        skips.add_column("times", justify="right")
+        skips.add_column("reason", overflow="fold")
+        for s in sorted(skipping, key=lambda s: -s["skipped"]):
+            skips.add_row(s["strategy"], str(s["skipped"]), s.get("skipped_reason") or "")
+        out.print(skips)
+    runs = Table(title="Recent runs (local time)", title_justify="left")
+    for column in ("id", "command", "status", "started", "finished", "took"):
+        runs.add_column(column, justify="right" if column in ("id", "took") else "left")
     for r in stats["recent_runs"]:
         runs.add_row(
-            str(r["id"]), r["command"], r["status"], r["started_at"] or "", r["finished_at"] or ""
+            str(r["id"]),
+            r["command"],
+            r["status"],
+            local_time(r["started_at"]),
+            local_time(r["finished_at"]),
+            _took(r),
         )
     out.print(runs)
 
