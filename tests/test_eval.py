@@ -185,18 +185,19 @@ async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_p
 ) -> None:
     """Position-faithful, as `orch fill`'s audit: the axioms of the earlier proofs are
     trusted, and so are those the goal's own original proof rests on."""
+    from proof_orchestrator.coq.audit import TrustBase
+    from proof_orchestrator.coq.evaluation import GoalAudit, _checked
     from proof_orchestrator.coq.holes import declared_axioms, qed_proofs
     from proof_orchestrator.coq.session import CoqProver
     from proof_orchestrator.goals import Budget, Outcome
     from proof_orchestrator.strategies.base import StrategyResult
-    from proof_orchestrator.workflows.evaluate import TrustBase, _Audit, _checked
 
     path = tmp_path / "T.v"
     path.write_text(TRUSTING, encoding="utf-8")
     proofs = qed_proofs(path, TRUSTING)
     trust = TrustBase([hole.goal.qualified_name for hole, _ in proofs])
     hole, original = proofs[index]
-    audit = _Audit(
+    audit = GoalAudit(
         declared_axioms(TRUSTING[: hole.statement_start]), trust, index, original=original
     )
     sentences = tuple(f"{s.strip().removesuffix('.')}." for s in script.split(". "))

@@ -155,8 +155,8 @@ def test_goal_queue_pops_highest_first_and_fifo_among_equals() -> None:
 
 
 def test_dependents_count_whole_identifiers_only() -> None:
-    from proof_orchestrator.run.worker import _mentions
+    from proof_orchestrator.scheduler.queue import Mentions
 
     later = "Lemma b : a = a. Proof. apply a. Qed. Lemma c : ab = 1. rewrite a_b. exact L.a."
-    assert _mentions(later, "a") == 3
-    assert _mentions(later, "ab") == 1
+    assert Mentions(later).after("a") == 3
+    assert Mentions(later).after("ab") == 1

@@ -35,7 +35,7 @@ class Settings:
     max_light: int = 2
     #: most heavy sessions (search, hammer) at once
     max_heavy: int = 1
-    #: 0 = quick tactics only; 1 = the default (quick tactics today); 2 = + helper-lemma market
+    #: 0 = quick tactics only; 1 (default) = + best-first search, sauto, hammer; 2 = + market, LLM
     profile: int = 1
     #: seed of every random choice (bandit sampling)
     seed: int = 0

@@ -14,10 +14,10 @@ from ..strategies.base import Strategy
 from . import holes
 from .script import check_lean_script
 from .session import LeanProject, LeanProver
-from .verify import LeanVerifier
 from .strategies.knn import LeanModels
 from .strategies.search import LeanSearchStrategy
 from .strategies.tactics import LeanQuickStrategy
+from .verify import LeanVerifier
 
 __all__ = ["LeanBackend", "LeanTools"]
 

@@ -242,7 +242,9 @@ class AttemptRunner:
                     # strategies before it left unused is there to take
                     granted = account.grant(name)
                     if granted <= 0:
-                        return StrategyResult(Outcome.TIMEOUT, message=NO_BUDGET_LEFT)
+                        return StrategyResult(
+                            Outcome.TIMEOUT, message=NO_BUDGET_LEFT, started=False
+                        )
                     budget = self.attempt_budget(item, granted)
                     key = self.attempt_key(item, name)
                     self.running += 1

@@ -208,7 +208,7 @@ class GoalRun:
             item.report.message = "; ".join(
                 f"{name}: {result.message}"
                 for name, result in outcome.results.items()
-                if result.message != NO_BUDGET_LEFT
+                if result.started
             )[:2000]
             self.ledger.set_goal_status(item.goal_id, Outcome.ERROR.value)
             await self.goal_done(item, None)

@@ -35,6 +35,8 @@ class StrategyResult:
     llm_seconds: float = 0.0
     #: what the user could do to let a proof the strategy found through (an import to allow)
     hint: str = ""
+    #: False when the strategy never ran (its goal's budget was spent before it started)
+    started: bool = True
 
 
 class Strategy(Protocol):

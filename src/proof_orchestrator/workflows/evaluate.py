@@ -72,7 +72,7 @@ from ..config import Settings
 from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
-from ..run.attempts import NO_BUDGET_LEFT, FileState, GoalItem
+from ..run.attempts import FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
 from ..run.toolbox import Toolbox
@@ -194,7 +194,7 @@ class FillPortfolio:
         cpu = report.cpu_seconds + time.process_time() - own
         if outcome.winner is not None:
             return outcome.results[outcome.winner], outcome.winner, cpu, ""
-        ran = [r for r in outcome.results.values() if r.message != NO_BUDGET_LEFT]
+        ran = [r for r in outcome.results.values() if r.started]
         if ran and all(r.outcome is Outcome.ERROR for r in ran):
             return None, "", cpu, "; ".join(r.message for r in ran)[:1000]
         return None, "", cpu, ""
