@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from ..goals import Outcome
 from ._core import LedgerCore, iso, retrying
 from .models import Attempt, GoalRow, Proof, Run
 
@@ -17,30 +18,58 @@ class Summaries(LedgerCore):
 
     @retrying
     def stats(self) -> dict[str, Any]:
+        """Goals by status, attempts by outcome, proofs, CPU, strategies, recent runs, model spend.
+
+        Skipped strategies (:attr:`Outcome.SKIPPED`: they cannot run on the
+        goal) are not attempts: they are left out of ``attempts`` and of the
+        CPU figures and counted apart, ``skipped`` in all and per strategy with
+        its most frequent reason (``skipped_reason``).
+        """
+        skip = Outcome.SKIPPED.value
         with self._session() as s:
             goals_by_status = dict(
                 s.execute(select(GoalRow.status, func.count()).group_by(GoalRow.status)).all()
             )
             attempts_by_outcome = dict(
-                s.execute(select(Attempt.outcome, func.count()).group_by(Attempt.outcome)).all()
+                s.execute(
+                    select(Attempt.outcome, func.count())
+                    .where(Attempt.outcome != skip)
+                    .group_by(Attempt.outcome)
+                ).all()
             )
             # a strategy's proofs are the verified ones (attempts only reach "candidate")
             proofs_by_strategy = dict(
                 s.execute(select(Proof.strategy, func.count()).group_by(Proof.strategy)).all()
             )
-            per_strategy = [
-                {
-                    "strategy": strategy,
-                    "attempts": n,
-                    "proved": int(proofs_by_strategy.get(strategy, 0)),
-                    "cpu_seconds": float(cpu or 0),
-                }
+            tried: dict[str, tuple[int, float]] = {
+                strategy: (int(n), float(cpu or 0.0))
                 for strategy, n, cpu in s.execute(
-                    select(Attempt.strategy, func.count(), func.sum(Attempt.cpu_seconds)).group_by(
-                        Attempt.strategy
-                    )
+                    select(Attempt.strategy, func.count(), func.sum(Attempt.cpu_seconds))
+                    .where(Attempt.outcome != skip)
+                    .group_by(Attempt.strategy)
                 ).all()
-            ]
+            }
+            skipped: dict[str, dict[str, int]] = {}
+            for strategy, message, n in s.execute(
+                select(Attempt.strategy, Attempt.message, func.count())
+                .where(Attempt.outcome == skip)
+                .group_by(Attempt.strategy, Attempt.message)
+            ).all():
+                skipped.setdefault(strategy, {})[message or ""] = int(n)
+            per_strategy = []
+            for strategy in sorted({*tried, *skipped}):
+                n, cpu = tried.get(strategy, (0, 0.0))
+                reasons = skipped.get(strategy, {})
+                per_strategy.append(
+                    {
+                        "strategy": strategy,
+                        "attempts": n,
+                        "proved": int(proofs_by_strategy.get(strategy, 0)),
+                        "cpu_seconds": cpu,
+                        "skipped": sum(reasons.values()),
+                        "skipped_reason": _reason(reasons),
+                    }
+                )
             runs = [
                 {
                     "id": r.id,
@@ -51,12 +80,16 @@ class Summaries(LedgerCore):
                 }
                 for r in s.scalars(select(Run).order_by(Run.id.desc()).limit(10))
             ]
+            cpu_total = s.scalar(
+                select(func.sum(Attempt.cpu_seconds)).where(Attempt.outcome != skip)
+            )
             return {
                 "url": self.url,
                 "goals": goals_by_status,
                 "attempts": attempts_by_outcome,
+                "skipped": sum(p["skipped"] for p in per_strategy),
                 "proofs": s.scalar(select(func.count()).select_from(Proof)) or 0,
-                "cpu_seconds": float(s.scalar(select(func.sum(Attempt.cpu_seconds))) or 0.0),
+                "cpu_seconds": float(cpu_total or 0.0),
                 "strategies": per_strategy,
                 "recent_runs": runs,
                 "llm": self.llm_spend(),
@@ -83,3 +116,12 @@ class Summaries(LedgerCore):
                 "cost_usd": float(cost or 0.0),
                 "llm_seconds": float(seconds or 0.0),
             }
+
+
+def _reason(reasons: dict[str, int]) -> str:
+    """The most frequent of a strategy's skip reasons, and how many others there are."""
+    if not reasons:
+        return ""
+    top = max(sorted(reasons), key=lambda r: reasons[r])
+    others = len(reasons) - 1
+    return f"{top} (+{others} other reason{'s' if others > 1 else ''})" if others else top

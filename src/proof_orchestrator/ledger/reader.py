@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from ..goals import Outcome
 from ._core import iso
 from .models import Attempt, GoalRow, Proof, Run
 from .store import Ledger
@@ -75,10 +76,10 @@ class LedgerReader:
         subqueries on the indexed ``goal_id`` columns), so a page does not
         aggregate the whole attempts table.
         """
-        attempts = (
+        attempts = (  # a skipped strategy (it cannot run there) is not an attempt
             select(func.count())
             .select_from(Attempt)
-            .where(Attempt.goal_id == GoalRow.id)
+            .where(Attempt.goal_id == GoalRow.id, Attempt.outcome != Outcome.SKIPPED.value)
             .correlate(GoalRow)
             .scalar_subquery()
         )
