@@ -107,7 +107,9 @@ def fill_json(report: FillReport) -> dict[str, Any]:
 
 
 def fill_command(
-    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    paths: Annotated[
+        list[Path], typer.Argument(help=".v and .lean files, directories or _CoqProject files")
+    ],
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="prove and verify, but write no file")
     ] = False,
@@ -240,7 +242,9 @@ def fill_command(
 
 
 def bg_command(
-    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    paths: Annotated[
+        list[Path], typer.Argument(help=".v and .lean files, directories or _CoqProject files")
+    ],
     duration: Annotated[
         float | None, typer.Option(help="stop after this many seconds (default: run until stopped)")
     ] = None,

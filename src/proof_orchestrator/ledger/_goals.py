@@ -184,9 +184,13 @@ class GoalRecords(LedgerCore):
 
     @retrying
     def attempt_counts(self) -> dict[int, int]:
-        """How many attempts each goal (by id) has had."""
+        """How many attempts each goal (by id) has had (skipped strategies are not attempts)."""
         with self._session() as s:
-            rows = s.execute(select(Attempt.goal_id, func.count()).group_by(Attempt.goal_id)).all()
+            rows = s.execute(
+                select(Attempt.goal_id, func.count())
+                .where(Attempt.outcome != Outcome.SKIPPED.value)
+                .group_by(Attempt.goal_id)
+            ).all()
             return {int(goal_id): int(n) for goal_id, n in rows}
 
     @retrying

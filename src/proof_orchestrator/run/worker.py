@@ -201,7 +201,8 @@ class GoalRun:
         hints = [r.hint for r in outcome.results.values() if r.hint]
         if hints:
             item.report.message = hints[0]  # the user can allow the import and run again
-        worst = [r.outcome for r in outcome.results.values()]
+        # a strategy that could not run here (SKIPPED) says nothing about the goal
+        worst = [r.outcome for r in outcome.results.values() if r.outcome is not Outcome.SKIPPED]
         if worst and all(o is Outcome.ERROR for o in worst):
             # every attempt, retried, broke the prover: an error, never a failure
             item.report.outcome = Outcome.ERROR
