@@ -144,7 +144,8 @@ def test_the_lineup_hands_every_backend_the_allowed_imports(ledger: Ledger) -> N
         lineup = build_lineup(settings, ledger)
     assert backend.inputs[0].allowed_imports == frozenset({"hammer-tactics"})
     hammer = [s for s in lineup if s.name in ("hammer", "sauto")]
-    assert hammer and all(getattr(s, "allow_tactics_import", False) for s in hammer)
+    assert hammer
+    assert all(getattr(s, "allow_tactics_import", False) for s in hammer)
     assert {s.language for s in lineup} >= {"coq", "lean", LANGUAGE}
 
 
@@ -186,4 +187,5 @@ def test_mcp_passes_allow_import_to_its_strategies(tmp_path: Path, ledger: Ledge
     settings = Settings(allow_import="hammer-tactics")
     service = AgentService(tmp_path, ledger, fill_options(settings))
     hammer = [s for s in service.strategies() if s.name in ("hammer", "sauto")]
-    assert hammer and all(getattr(s, "allow_tactics_import", False) for s in hammer)
+    assert hammer
+    assert all(getattr(s, "allow_tactics_import", False) for s in hammer)

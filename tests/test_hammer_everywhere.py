@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
+from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
@@ -17,7 +18,6 @@ from proof_orchestrator.coq.strategies.hammer import (
 )
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
-from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.run.pipeline import FillOptions, fill
 from proof_orchestrator.run.reports import FileStatus
 
@@ -166,7 +166,9 @@ def test_the_import_goes_after_the_last_require_before_the_hole(
     from proof_orchestrator.project.patch import Patch
 
     (hole,) = scan_coq_text(tmp_path / "x.v", text)
-    at, inserted = CoqBackend().import_insertion(text, [Patch(hole, ("exact I.",), (), (TACTICS_IMPORT,))])
+    at, inserted = CoqBackend().import_insertion(
+        text, [Patch(hole, ("exact I.",), (), (TACTICS_IMPORT,))]
+    )
     assert at == expected_at
     assert TACTICS_IMPORT in inserted
 

@@ -18,10 +18,10 @@ from proof_orchestrator.lean.session import (
     LeanSettings,
     find_repl,
 )
-from proof_orchestrator.lean.verify import LeanVerifier
 from proof_orchestrator.lean.strategies.knn import LeanModels
 from proof_orchestrator.lean.strategies.premises import LeanPremiseIndexes
 from proof_orchestrator.lean.strategies.search import LeanSearchStrategy
+from proof_orchestrator.lean.verify import LeanVerifier
 from proof_orchestrator.provers.base import Verdict
 
 pytestmark = pytest.mark.lean

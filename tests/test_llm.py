@@ -17,6 +17,7 @@ from proof_orchestrator.config import load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
+from proof_orchestrator.coq.strategies.llm_prompt import parse_script, parse_tactics
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
@@ -26,7 +27,6 @@ from proof_orchestrator.llm import (
     llm_off_reason,
     load_llm_settings,
 )
-from proof_orchestrator.coq.strategies.llm_prompt import parse_script, parse_tactics
 from proof_orchestrator.llm.providers import make_provider
 from proof_orchestrator.run.pipeline import FillOptions, fill
 

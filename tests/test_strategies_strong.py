@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.holes import qed_proofs, scan_coq_text
 from proof_orchestrator.coq.script import check_script
 from proof_orchestrator.coq.session import CoqProver
@@ -33,7 +34,6 @@ from proof_orchestrator.coq.strategies.search import SearchStrategy, bulletize
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.config import Settings
 from proof_orchestrator.run.lineup import build_lineup
 
 TWO_STEPS = """\

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from proof_orchestrator.backends import load_source
 from proof_orchestrator.cli import app
 from proof_orchestrator.errors import UnreadableSource
-from proof_orchestrator.backends import load_source
 
 from .conftest import coqc_ok
 

@@ -54,6 +54,7 @@ TACTICS_BASELINE = (
     "intros; lia.",
 )
 
+
 class _FixedTactics(_QuickTactics):
     name = "tactics"
 
@@ -116,7 +117,6 @@ async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> Strate
 
 
 _SETTINGS = CoqSettings(max_idle=2)
-
 
 
 def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:

@@ -60,8 +60,6 @@ async def shorten(
     return best
 
 
-
-
 class CoqGolf:
     """What ``orch golf`` needs of Coq (the backend's ``golf`` feature)."""
 

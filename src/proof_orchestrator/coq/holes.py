@@ -26,7 +26,7 @@ __all__ = [
     "admit_proofs",
     "declared_axioms",
     "functor_parameters",
-        "iter_proofs",
+    "iter_proofs",
     "module_parameters",
     "qed_proofs",
     "scan_coq_file",

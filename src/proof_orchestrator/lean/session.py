@@ -63,7 +63,6 @@ __all__ = [
 STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 
 
-
 class LeanGoalError(ProverError):
     """The REPL does not report a goal at the hole (or reports several)."""
 
