@@ -95,9 +95,7 @@ class AgentService:
         self.options = options or FillOptions()
         self.git = git
         orch = self.options.orch
-        self.governor = CpuGovernor(
-            orch.cpu_target, orch.max_light + orch.max_heavy, memory_budget_mb=orch.memory_budget_mb
-        )
+        self.governor = CpuGovernor.for_settings(orch)
         self.tools = Toolbox(self.options, self.governor.gate)
         self._strategies = list(strategies) if strategies is not None else None
         self._runner: AttemptRunner | None = None

@@ -57,6 +57,8 @@ class FileState:
     candidates: list[Candidate] = field(default_factory=list)
     #: identifier positions of ``text``, for the queue's dependents count (made once)
     mentions: Mentions | None = None
+    #: the holes found when the file was scanned (the verifier needs their names)
+    holes: list[Any] | None = None
 
     def mentions_after(self, name: str, offset: int) -> int:
         """Whole-identifier mentions of ``name`` in ``text`` from ``offset`` on."""

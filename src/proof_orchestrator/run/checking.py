@@ -65,6 +65,7 @@ async def verify_candidates(
     run_id: int,
     version: str,
     file_report: FileReport,
+    holes: list[Any] | None = None,
 ) -> list[Candidate]:
     """Keep the candidates that the whole-file check accepts; mark the others REJECTED."""
     if not candidates:
@@ -72,7 +73,9 @@ async def verify_candidates(
     cpu_before = verifier.cpu_seconds
 
     backend = backend_for(path)
-    hole_names = {h.goal.qualified_name for h in scan_text(path, text)}
+    # the file's holes as the run scanned them (scanned here only when not given)
+    found = holes if holes is not None else scan_text(path, text)
+    hole_names = {h.goal.qualified_name for h in found}
 
     def reject(item: Candidate, detail: str) -> None:
         _, goal_report, goal_id = item

@@ -137,8 +137,8 @@ class ProverWorker:
 
     def __init__(self, options: FillOptions, cpu_target: float, sessions: int) -> None:
         self.options = options
-        self.governor = CpuGovernor(
-            cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
+        self.governor = CpuGovernor.for_settings(
+            dataclasses.replace(options.orch, cpu_target=cpu_target), sessions
         )
         self.tools = Toolbox(options, self.governor.gate)
         self._sampler: asyncio.Task[None] | None = None

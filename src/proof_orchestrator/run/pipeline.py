@@ -166,9 +166,7 @@ async def fill(
         on_files([(path, len(holes)) for path, _, holes, _ in scanned])
 
     sessions = options.orch.max_light + options.orch.max_heavy
-    governor = governor or CpuGovernor(
-        options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
-    )
+    governor = governor or CpuGovernor.for_settings(options.orch, sessions)
     report.prover_version = await _versions(files, options)
     report.run_id = ledger.start_run(
         options.command,
@@ -331,7 +329,7 @@ async def _plan(run: GoalRun, scanned: list[Scanned], tools: Toolbox, sessions: 
                 if run.on_goal:
                     run.on_goal(goal_report)
             continue
-        state = FileState(path, text, project_tools, file_report, pending=len(holes))
+        state = FileState(path, text, project_tools, file_report, pending=len(holes), holes=holes)
         for hole in holes:
             goal_report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
             file_report.goals.append(goal_report)

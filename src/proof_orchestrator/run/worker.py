@@ -288,6 +288,7 @@ class GoalRun:
                 self.report.prover_version,
                 state.report,
                 write=not self.options.dry_run,
+                holes=state.holes,
             )
         except FileChangedError as exc:
             state.report.status = FileStatus.CHANGED

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..backends import backend_for
 from ..ledger import Ledger
@@ -64,6 +65,7 @@ async def verify_and_write(
     file_report: FileReport,
     *,
     write: bool = True,
+    holes: list[Any] | None = None,
 ) -> Written:
     """Verify ``candidates`` (found for ``text``) and write the accepted ones into ``path``.
 
@@ -82,6 +84,7 @@ async def verify_and_write(
         run_id,
         version,
         file_report,
+        holes,
     )
     final_text = render(path, text, patches_of(accepted))
     for item in accepted:

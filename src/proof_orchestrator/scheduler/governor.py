@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import psutil
 
+from ..config import Settings
 from ..provers.process import live_processes, process_cpu_seconds
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
@@ -93,6 +94,16 @@ def _tree_rss_mb() -> tuple[float, tuple[float, ...]]:
 
 class CpuGovernor:
     """Measures our CPU share, limits sessions, and paces prover requests."""
+
+    @classmethod
+    def for_settings(cls, settings: Settings, slots: int | None = None) -> CpuGovernor:
+        """The governor a command runs under: the settings' CPU target and memory budget,
+        ``slots`` prover sessions (default: the light and heavy slots together)."""
+        return cls(
+            settings.cpu_target,
+            slots if slots is not None else settings.max_light + settings.max_heavy,
+            memory_budget_mb=settings.memory_budget_mb,
+        )
 
     def __init__(
         self,

@@ -95,9 +95,7 @@ async def run_background(
     started = time.monotonic()
     deadline = started + duration if duration is not None else None
     sessions = options.orch.max_light + options.orch.max_heavy
-    governor = CpuGovernor(
-        options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
-    )
+    governor = CpuGovernor.for_settings(options.orch, sessions)
     own = _OwnWrites()
     report = BackgroundReport()
     changes: asyncio.Queue[set[Path]] = asyncio.Queue()

@@ -111,9 +111,7 @@ async def run_bank(
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out_dir.mkdir(parents=True, exist_ok=True)
     sessions = options.orch.max_light + options.orch.max_heavy
-    governor = CpuGovernor(
-        options.orch.cpu_target, sessions, memory_budget_mb=options.orch.memory_budget_mb
-    )
+    governor = CpuGovernor.for_settings(options.orch, sessions)
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()

@@ -156,7 +156,7 @@ class FillPortfolio:
             cpu_target=1.0, budget=budget.cpu_seconds, budget_cap=budget.cpu_seconds
         )
         self.options = FillOptions(budget=budget, reuse=False, orch=settings, command="eval")
-        governor = CpuGovernor(1.0, settings.max_light + settings.max_heavy)
+        governor = CpuGovernor.for_settings(settings)
         governor.limit = settings.portfolio
         report = FillReport()
         report.run_id = self.ledger.start_run(

@@ -114,9 +114,7 @@ async def golf_files(
     """Shorten the ``Qed`` proofs of ``files`` (only ``names`` if given); write what verifies."""
     report = GolfReport()
     started = time.monotonic()
-    governor = CpuGovernor(
-        options.orch.cpu_target, 1, memory_budget_mb=options.orch.memory_budget_mb
-    )
+    governor = CpuGovernor.for_settings(options.orch, 1)
     run_id = ledger.start_run("golf", {"paths": [str(p) for p in files]}, "")
     toolbox = Toolbox(options, governor.gate)
     try:
