@@ -6,6 +6,10 @@ VENV   ?= .venv
 STAMP  := $(VENV)/.installed-stamp
 # NO_MKDOCS_2_WARNING: the theme's end-of-life banner, printed at every build
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+# pytest workers (pytest-xdist); each test file runs whole in one worker, so a
+# module's fixture (the Ray cluster, the bank ledger) is made once. Most tests wait
+# on a prover held to half the machine, so two workers overlap well on two cores.
+TEST_WORKERS ?= 2
 
 .PHONY: bank test deps provers lint typecheck docs workflows clean lean-transcripts
 
@@ -17,7 +21,7 @@ test: deps
 	$(VENV)/bin/mypy
 	$(MKDOCS) build --strict
 	$(VENV)/bin/actionlint
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
 
 deps: provers $(STAMP)
 

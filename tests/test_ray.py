@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,10 +30,19 @@ pytest.importorskip("ray", reason="Ray is not installed: pip install '.[distribu
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """Three nodes (a head and two others) with one CPU each, on 127.0.0.1."""
-    with local_cluster(tmp_path_factory.mktemp("ray"), cpus=(1, 1, 1)) as started:
-        yield started
+def cluster() -> Iterator[LocalCluster]:
+    """Three nodes (a head and two others) with one CPU each, on 127.0.0.1.
+
+    Its folder is short and directly under the system temp folder: Ray's Unix
+    sockets live in it, and a socket path may not exceed 107 bytes (pytest's
+    own temp folders are deeper under pytest-xdist).
+    """
+    temp = Path(tempfile.mkdtemp(prefix="orch-ray-"))
+    try:
+        with local_cluster(temp, cpus=(1, 1, 1)) as started:
+            yield started
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

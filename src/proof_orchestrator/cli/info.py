@@ -187,7 +187,12 @@ def _print_stats(stats: dict[str, Any]) -> None:
         out.print(skips)
     runs = Table(title="Recent runs (local time)", title_justify="left")
     for column in ("id", "command", "status", "started", "finished", "took"):
-        runs.add_column(column, justify="right" if column in ("id", "took") else "left")
+        runs.add_column(
+            column,
+            justify="right" if column in ("id", "took") else "left",
+            # a time or a duration is read whole: the other columns give way
+            no_wrap=column in ("started", "finished", "took"),
+        )
     for r in stats["recent_runs"]:
         runs.add_row(
             str(r["id"]),
