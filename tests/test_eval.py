@@ -210,3 +210,41 @@ async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_p
         await prover.aclose()
     assert solved is accepted, note
     assert accepted or "classic" in note
+
+
+IMPORTING_FUNCTOR = """\
+Require Import Coq.Structures.OrderedType.
+Module Make (O : OrderedType).
+  Import O.
+  Lemma target : forall x y, lt x y -> lt y x -> False.
+  Proof. intros x y h1 h2; apply (lt_not_eq (lt_trans h1 h2)); apply eq_refl. Qed.
+End Make.
+"""
+
+
+async def test_the_eval_audit_resolves_a_parameters_unqualified_members(tmp_path: Path) -> None:
+    """After `Import O` a re-proof's `eq_sym` (which the original proof does not use) is
+    printed unqualified: `Locate` says it is the functor's parameter `O.eq_sym`."""
+    from proof_orchestrator.coq.evaluation import FileEvaluation
+    from proof_orchestrator.goals import Budget, Outcome
+    from proof_orchestrator.strategies.base import StrategyResult
+
+    path = tmp_path / "F.v"
+    path.write_text(IMPORTING_FUNCTOR, encoding="utf-8")
+    file = FileEvaluation(path, IMPORTING_FUNCTOR)
+    hole = file.proofs[0][0]
+    found = StrategyResult(
+        Outcome.CANDIDATE,
+        (
+            "intros x y h1 h2.",
+            "apply (lt_not_eq (lt_trans h1 h2)).",
+            "apply eq_sym.",
+            "apply eq_refl.",
+        ),
+    )
+    try:
+        async with file.prover.session(hole.goal, IMPORTING_FUNCTOR, hole.prefix_end) as session:
+            solved, note, _ = await file.check(session, found, 0, Budget(10, 5, 5))
+    finally:
+        await file.aclose()
+    assert solved, note

@@ -199,3 +199,49 @@ async def test_inside_a_functors_section_the_section_variables_are_not_new_axiom
         "O.lt a c.\n  Admitted.", "O.lt a c.\n  Proof. eapply O.lt_trans; eauto. Qed."
     )
     assert await _verify(path, patched, SECTIONED_FUNCTOR) is Verdict.ACCEPTED
+
+
+IMPORTING_FUNCTOR = """\
+Require Import Coq.Structures.OrderedType.
+Require Coq.Logic.Classical_Prop.
+Module Make (O : OrderedType).
+  Import O.
+  Lemma target : forall x y z, lt x y -> lt y z -> lt x z.
+  Admitted.
+End Make.
+"""
+
+
+def _importing_patched(body: str) -> str:
+    return IMPORTING_FUNCTOR.replace("lt x z.\n  Admitted.", f"lt x z.\n  Proof. {body} Qed.")
+
+
+async def test_after_import_a_parameters_members_printed_unqualified_are_not_axioms(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """After `Import O`, `Print Assumptions` prints `lt_trans` unqualified; `Locate` at the
+    lemma says it is `O.lt_trans`, the functor's hypothesis (a stdlib functor's proof
+    `intros; firstorder using lt_trans` was refused this way)."""
+    path = write_v("H.v", IMPORTING_FUNCTOR)
+    patched = _importing_patched("intros; eapply lt_trans; eauto.")
+    assert await _verify(path, patched, IMPORTING_FUNCTOR) is Verdict.ACCEPTED
+
+
+async def test_inside_a_functor_a_real_new_axiom_is_still_refused(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """`classic` is no parameter and no finished proof of the file uses it: refused, named."""
+    path = write_v("H.v", IMPORTING_FUNCTOR)
+    patched = _importing_patched(
+        "intros; destruct (Coq.Logic.Classical_Prop.classic True); eapply lt_trans; eauto."
+    )
+    goal = next(h.goal for h in scan_coq_text(path, IMPORTING_FUNCTOR) if h.goal.name == "target")
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(
+            path, IMPORTING_FUNCTOR, patched, [goal], declared_axioms(IMPORTING_FUNCTOR)
+        )
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.NEW_ASSUMPTIONS, result.detail
+    assert any("classic" in entry for entry in result.new_assumptions), result.new_assumptions

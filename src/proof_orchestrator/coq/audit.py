@@ -32,11 +32,13 @@ from .holes import declared_axioms, functor_parameters
 __all__ = [
     "LOGICAL_ROOT",
     "TrustBase",
+    "as_parameter",
     "declared_axioms",
     "from_outside",
     "functor_parameters",
     "is_parameter",
     "listed_axioms",
+    "located_constant",
     "new_axioms",
     "parse_assumptions",
     "unexplained",
@@ -103,6 +105,29 @@ def from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: 
 def is_parameter(key: str, parameters: frozenset[str]) -> bool:
     """Whether an assumption (``O.lt_trans``) belongs to one of the module parameters."""
     return "." in key and " " not in key and key.split(".", 1)[0] in parameters
+
+
+_LOCATED = re.compile(r"^Constant (\S+)(?: \(alias of (\S+)\))?", re.M)
+
+
+def located_constant(output: str) -> str | None:
+    """The constant a ``Locate name.`` output names first (an alias: what it stands for).
+
+    Inside ``Module Make (O : OrderedType). Import O.`` a parameter's member is
+    printed unqualified (``lt_irrefl``) by ``Print Assumptions``; ``Locate``
+    gives its path (``O.lt_irrefl``), which :func:`is_parameter` recognises.
+    """
+    match = _LOCATED.search(output)
+    if match is None:
+        return None
+    return match.group(2) or match.group(1)
+
+
+def as_parameter(key: str, located: str | None, parameters: frozenset[str]) -> str:
+    """``key`` as the parameter member ``located`` says it is, else ``key`` unchanged."""
+    if located is not None and is_parameter(located, parameters):
+        return located
+    return key
 
 
 def listed_axioms(output: str) -> list[str]:

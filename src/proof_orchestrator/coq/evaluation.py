@@ -23,7 +23,14 @@ from ..goals import Budget, Goal, HoleKind, Outcome
 from ..provers.base import TacticStatus
 from ..provers.settings import CoqSettings
 from ..strategies.base import StrategyResult
-from .audit import TrustBase, listed_axioms, unexplained
+from .audit import (
+    TrustBase,
+    as_parameter,
+    is_parameter,
+    listed_axioms,
+    located_constant,
+    unexplained,
+)
 from .holes import CoqHole, declared_axioms, functor_parameters, qed_proofs
 from .project import project_for
 from .script import check_script
@@ -138,8 +145,23 @@ async def _checked(
     except ScriptRejected as exc:
         return False, f"rejected: {exc}", ()
     ok, assumptions = await session.qed_check(script, hole.goal.name, budget.tactic_seconds + 5)
-    # the file's own axioms and, inside a functor, its parameters (``O.lt_trans``)
+    # the file's own axioms and, inside a functor, its parameters (``O.lt_trans``; after
+    # ``Import O`` printed unqualified, so asked with ``Locate``)
     extra = unexplained(assumptions, audit.declared, audit.parameters) if ok else ["(Qed failed)"]
+    if ok and audit.parameters:
+        extra = [
+            name
+            for name in extra
+            if "." in name
+            or not is_parameter(
+                as_parameter(
+                    name,
+                    located_constant(await session.query(f"Locate {name}.")),
+                    audit.parameters,
+                ),
+                audit.parameters,
+            )
+        ]
     if ok and extra:
         trusted = await audit.trust.before(session, audit.index)
         extra = [name for name in extra if name not in trusted]

@@ -40,6 +40,7 @@ from .audit import (
     LOGICAL_ROOT,
     from_outside,
     is_parameter,
+    located_constant,
     parse_assumptions,
     without_section_variables,
 )
@@ -180,7 +181,60 @@ class CoqVerifier:
                     result[name] = frozenset(
                         from_outside(key, name, ends, path.stem) for key in keys
                     )
+            result = await self._locate_unqualified(path, text, scratch, result, ends)
         return result
+
+    async def _locate_unqualified(
+        self,
+        path: Path,
+        text: str,
+        scratch: str,
+        found: dict[str, frozenset[str]],
+        ends: dict[str, tuple[str, int]],
+    ) -> dict[str, frozenset[str]]:
+        """Names an in-place audit printed unqualified, resolved with ``Locate`` at the lemma.
+
+        After ``Import O`` in a functor, ``Print Assumptions`` prints the parameter
+        ``O``'s members unqualified; one more compilation of the copy, with a
+        ``Locate`` after each such lemma, gives each name its path: ``O.x`` (a
+        hypothesis of the functor), ``File.ax`` (an axiom the file declares), a
+        library path (matched against the trust base). A name ``Locate`` does not
+        resolve stays as it was (and is refused). Costs nothing when every name
+        is qualified.
+        """
+        wanted = {
+            name: sorted(k for k in keys if "." not in k and " " not in k and "<" not in k)
+            for name, keys in found.items()
+            if name in ends
+        }
+        wanted = {name: keys for name, keys in wanted.items() if keys}
+        if not wanted:
+            return found
+        # one output file per (lemma, name), numbered
+        outputs = {
+            (name, key): Path(scratch) / f"locate-{number}"
+            for number, (name, key) in enumerate(
+                (name, key) for name, keys in wanted.items() for key in keys
+            )
+        }
+        located_text = text
+        for end, name in sorted(((ends[name][1], name) for name in wanted), reverse=True):
+            lines = "".join(
+                f'Redirect "{outputs[name, key]}" Locate {key}.\n' for key in wanted[name]
+            )
+            located_text = f"{located_text[:end]}\n{lines}{located_text[end:]}"
+        build = await self._build(path, located_text)
+        if not build.ok:
+            return found
+        resolved = dict(found)
+        for name, keys in wanted.items():
+            mapping: dict[str, str] = {}
+            for key in keys:
+                out = outputs[name, key].with_suffix(".out")
+                where = located_constant(out.read_text("utf-8")) if out.exists() else None
+                mapping[key] = where.removeprefix(f"{LOGICAL_ROOT}.") if where else key
+            resolved[name] = frozenset(mapping.get(key, key) for key in found[name])
+        return resolved
 
     async def trust_base(self, path: Path, original: str, base_build: _Build) -> frozenset[str]:
         """The library axioms the original file's finished proofs rest on (see the module)."""
