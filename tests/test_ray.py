@@ -143,12 +143,14 @@ def test_a_node_killed_mid_run_on_three_nodes_changes_nothing_in_the_result(
     # Coq's Timeout counts wall time: a 2 s tactic timeout, and each of the three nodes
     # held to half the machine, keep a loaded machine from timing out a quick tactic
     quick = ("--profile", "0", "--tactic-timeout", "2")
-    local = _fill(_bank_copy(tmp_path / "local"), tmp_path / "local.db", *quick)
+    # half of the bank (66 lemmas; the worker-kill test below takes the other half)
+    files = ("BankList", "BankOption")
+    local = _fill(_bank_copy(tmp_path / "local", files), tmp_path / "local.db", *quick)
     local_out, local_err = local.communicate(timeout=900)
     assert local.returncode == 0, local_err[-2000:]
     db = tmp_path / "ray.db"
     remote = _fill(
-        _bank_copy(tmp_path / "ray"),
+        _bank_copy(tmp_path / "ray", files),
         db,
         *quick,
         "--executor",
@@ -167,10 +169,10 @@ def test_a_node_killed_mid_run_on_three_nodes_changes_nothing_in_the_result(
     assert remote.returncode == 0, ray_err[-2000:]
     assert _count(db) > at_kill  # the run went on after the kill
     report = json.loads(ray_out)
-    _each_goal_once(report, 135)
+    _each_goal_once(report, 66)
     _no_duplicates(db)
     by_local, by_ray = _proved(json.loads(local_out)), _proved(report)
-    assert len(by_local) >= 100
+    assert len(by_local) >= 40
     assert by_ray == by_local
     for path in sorted((tmp_path / "ray").glob("*.v")):
         assert coqc_ok(path, "-Q", str(tmp_path / "ray"), "Bank")
