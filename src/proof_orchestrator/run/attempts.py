@@ -292,7 +292,10 @@ class AttemptRunner:
         item.report.wall_seconds += result.wall_seconds
         item.report.tactics_tried += result.tactics_tried
         arm = None
-        if result.outcome not in (Outcome.ERROR, Outcome.SKIPPED):
+        if result.outcome is not Outcome.ERROR:
+            # a broken prover says nothing about the strategy; a strategy that cannot
+            # run here (SKIPPED: not an attempt in the ledger's counts) did not help
+            # at no cost, which keeps it from being ranked first again and again
             stats = self.bandit.update(
                 klass,
                 name,
