@@ -56,6 +56,12 @@ _DECLARES_TOKENS = re.compile(
 )
 _STRING = re.compile(r'"(?:[^"]|"")*"')
 _SELECTOR_BRACE = re.compile(r"(?:\d+|\[[A-Za-z_][\w']*\])\s*:\s*\{")
+#: where a sentence's scan must look: a comment, a string, a period
+_SENTENCE_STOP = re.compile(r'\(\*|"|\.')
+#: inside a comment: a nested opener, the closer, a string (Coq lexes strings in comments)
+_COMMENT_STOP = re.compile(r'\(\*|\*\)|"')
+_STRIP_STOP = re.compile(r'\(\*|"')
+_BLANK = re.compile(r"\s*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,49 +92,45 @@ def _skip_comment(text: str, i: int) -> int:
     """``text[i:i+2] == '(*'``; return the index just past the matching ``*)``."""
     start = i
     depth = 0
-    n = len(text)
-    while i < n:
-        if text.startswith("(*", i):
+    while True:
+        # jump to the next comment opener or closer or string (in this order at one place)
+        found = _COMMENT_STOP.search(text, i)
+        if found is None:
+            raise SourceSyntaxError("unterminated comment", offset=start)
+        token = found.group()
+        if token == "(*":
             depth += 1
-            i += 2
-        elif text.startswith("*)", i):
+            i = found.end()
+        elif token == "*)":
             depth -= 1
-            i += 2
+            i = found.end()
             if depth == 0:
                 return i
-        elif text[i] == '"':
-            i = _skip_string(text, i)
         else:
-            i += 1
-    raise SourceSyntaxError("unterminated comment", offset=start)
+            i = _skip_string(text, found.start())
 
 
 def _skip_string(text: str, i: int) -> int:
     """``text[i] == '"'``; return the index just past the closing quote."""
     start = i
     i += 1
-    n = len(text)
-    while i < n:
-        if text[i] == '"':
-            if i + 1 < n and text[i + 1] == '"':
-                i += 2
-                continue
-            return i + 1
-        i += 1
-    raise SourceSyntaxError("unterminated string", offset=start)
+    while True:
+        i = text.find('"', i)
+        if i < 0:
+            raise SourceSyntaxError("unterminated string", offset=start)
+        if text.startswith('""', i):
+            i += 2  # a doubled quote inside the string
+            continue
+        return i + 1
 
 
 def _skip_blank(text: str, i: int) -> int:
     """Skip whitespace and comments between sentences."""
-    n = len(text)
-    while i < n:
-        if text[i].isspace():
-            i += 1
-        elif text.startswith("(*", i):
-            i = _skip_comment(text, i)
-        else:
-            break
-    return i
+    while True:
+        i = _BLANK.match(text, i).end()
+        if not text.startswith("(*", i):
+            return i
+        i = _skip_comment(text, i)
 
 
 def _dot_run(text: str, i: int) -> int:
@@ -216,17 +218,20 @@ def split_sentences(text: str) -> list[Sentence]:
             i = _skip_blank(text, selector.end())
             continue
         while True:
-            if i >= n:
+            # jump to the next place where a comment, a string or a period starts
+            found = _SENTENCE_STOP.search(text, i)
+            if found is None:
                 raise SourceSyntaxError(
                     f"text does not end with a period: {text[start : start + 60]!r}",
                     offset=start,
                 )
-            ch = text[i]
-            if text.startswith("(*", i):
+            i = found.start()
+            token = found.group()
+            if token == "(*":
                 i = _skip_comment(text, i)
-            elif ch == '"':
+            elif token == '"':
                 i = _skip_string(text, i)
-            elif ch == ".":
+            else:
                 j = _dot_run(text, i)
                 if _ends_sentence(text, i, j, tokens):
                     sentence = Sentence(text[start:j], start, j)
@@ -235,8 +240,6 @@ def split_sentences(text: str) -> list[Sentence]:
                     i = j
                     break
                 i = j
-            else:
-                i += 1
         i = _skip_blank(text, i)
     return sentences
 
@@ -255,21 +258,23 @@ def one_sentence(text: str) -> Sentence:
 
 def strip_comments(text: str) -> str:
     """Remove comments (nested, with strings inside) and keep strings intact."""
+    if "(*" not in text and '"' not in text:
+        return text
     out: list[str] = []
     i = 0
-    n = len(text)
-    while i < n:
-        if text.startswith("(*", i):
-            i = _skip_comment(text, i)
+    while True:
+        found = _STRIP_STOP.search(text, i)
+        if found is None:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i : found.start()])
+        if found.group() == "(*":
+            i = _skip_comment(text, found.start())
             out.append(" ")
-        elif text[i] == '"':
-            j = _skip_string(text, i)
-            out.append(text[i:j])
-            i = j
         else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
+            j = _skip_string(text, found.start())
+            out.append(text[found.start() : j])
+            i = j
 
 
 def sentence_keyword(code: str) -> str:
