@@ -5,7 +5,8 @@ writes, no I/O): the slots that hold a goal now (goal, file, strategy, budget,
 CPU used so far), the goals done, proved and in total. A
 :class:`LivePublisher` task turns it, with the queue length and the CPU
 governor's target and measured share, into one JSON document and writes it
-with :meth:`.ledger.Ledger.publish_live` (one UPSERT) about twice a second.
+with :meth:`.ledger.Ledger.publish_live` (one UPSERT) every two seconds
+(the dashboard redraws its charts at most that often).
 The row is cleared when the run ends; a run that dies leaves a row whose
 heartbeat stops, which readers show as dead.
 
@@ -43,7 +44,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: seconds between two publications of the live state
-PUBLISH_INTERVAL = 1.0
+PUBLISH_INTERVAL = 2.0
 #: at most this many samples of the governor's trace are published (the whole run, thinned)
 LIVE_TRACE_POINTS = 180
 

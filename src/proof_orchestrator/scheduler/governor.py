@@ -1,6 +1,6 @@
 """The CPU governor: keep the orchestrator's process tree near a CPU target.
 
-Every ``interval`` seconds (0.25) it measures the CPU time used by this
+Every ``interval`` seconds (0.5) it measures the CPU time used by this
 process and every prover it started (``getrusage`` and psutil, not the load
 average). Two controls follow from it:
 
@@ -110,7 +110,7 @@ class CpuGovernor:
         target: float,
         max_slots: int,
         *,
-        interval: float = 0.25,
+        interval: float = 0.5,
         trace_every: float = 1.0,
         smoothing: float = 0.2,
         band: float = 0.05,

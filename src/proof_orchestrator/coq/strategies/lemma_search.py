@@ -167,10 +167,14 @@ def search_entries(output: str) -> list[tuple[str, str]]:
     return entries
 
 
-def _score(goal: PlainGoal, statement: str) -> float:
+def _score(goal: PlainGoal, statement: str, mentioned: list[str] | None = None) -> float:
     """How well a lemma fits: Jaccard overlap of the conclusions' constants, a bonus
-    for the same head, and a smaller one for premises that the hypotheses can meet."""
-    mentioned = goal.constants
+    for the same head, and a smaller one for premises that the hypotheses can meet.
+
+    ``mentioned`` is ``goal.constants``, when the caller has it already.
+    """
+    if mentioned is None:
+        mentioned = goal.constants
     variables = frozenset(bound_names(statement))
     end = conclusion(statement)
     theirs = constants(end, variables)
@@ -229,7 +233,7 @@ class LemmaSearch:
             if entries:
                 break
             narrowing = narrowing[:-1]
-        ranked = sorted(entries, key=lambda e: (-_score(goal, e[1]), len(e[1])))
+        ranked = sorted(entries, key=lambda e: (-_score(goal, e[1], mentioned), len(e[1])))
         best = ranked[: self.k]
         self._cache[goal.conclusion] = best
         return best
