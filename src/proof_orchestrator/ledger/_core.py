@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, Table, create_engine, event, text
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError, SQLAlchemyError
@@ -78,12 +78,22 @@ def _make_folder(folder: Path) -> None:
             break
 
 
+def table_of(model: type[Base]) -> Table:
+    """The table a model is mapped to (for Core statements)."""
+    return cast(Table, model.__table__)
+
+
 def _dialect_insert(connection: Connection, model: type[Base]) -> Any:
-    """``INSERT`` with the dialect's ``ON CONFLICT`` support (SQLite and PostgreSQL)."""
+    """``INSERT`` with the dialect's ``ON CONFLICT`` support (SQLite and PostgreSQL).
+
+    On the model's table, not the mapped class: a Core statement skips the
+    ORM's per-statement bookkeeping (about half the cost of a small insert).
+    """
+    table = table_of(model)
     if connection.dialect.name == "postgresql":
-        return postgresql_insert(model)
+        return postgresql_insert(table)
     if connection.dialect.name == "sqlite":
-        return sqlite_insert(model)
+        return sqlite_insert(table)
     raise LedgerError(f"the ledger supports SQLite and PostgreSQL, not {connection.dialect.name}")
 
 

@@ -9,7 +9,7 @@ from sqlalchemy import func, insert, select, update
 from ..errors import LedgerError
 from ..goals import ArmStats, Goal, Outcome
 from ._bandit import write_arm
-from ._core import LedgerCore, insert_ignore, retrying
+from ._core import LedgerCore, insert_ignore, retrying, table_of
 from .models import Attempt, GoalRow, utcnow
 
 __all__ = ["GoalRecords"]
@@ -118,8 +118,8 @@ class GoalRecords(LedgerCore):
             statement = (
                 insert_ignore(connection, Attempt, ("attempt_key",))
                 if attempt_key is not None
-                else insert(Attempt)
-            ).returning(Attempt.id)
+                else insert(table_of(Attempt))
+            ).returning(table_of(Attempt).c.id)
             # a skipped insert returns no row (rowcount is not reliable with RETURNING)
             written = connection.execute(statement, values).first() is not None
             if written and arm is not None:
