@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from proof_orchestrator.coq.holes import CoqHole, qed_proofs
@@ -120,3 +121,42 @@ def test_an_index_extended_from_the_library_ranks_exactly_as_rank_bm25() -> None
             assert [p.name for p in index.rank(goal, 40)] == names
             assert list(index.scores(goal)) == scores
     assert library_index(MODULES) is library_index(MODULES)
+
+
+def test_library_premises_are_kept_on_disk_until_the_source_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proof_orchestrator.coq.strategies import retrieval
+
+    theories = tmp_path / "theories"
+    theories.mkdir()
+    source = theories / "Mine.v"
+    source.write_text("Lemma kept_one : True.\nProof. exact I. Qed.\n", encoding="utf-8")
+    monkeypatch.setattr(retrieval, "THEORIES", theories)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    retrieval._module_premises.cache_clear()
+    first = retrieval._module_premises("Coq.Mine")
+    assert [p.name for p in first] == ["kept_one"]
+    written = list((tmp_path / "cache" / "orch" / "premises").glob("*.json"))
+    assert len(written) == 1
+
+    # read back from the cache, not the source: an edit to the cache file shows through
+    written[0].write_text('[["from_cache", "True", "Coq.Mine", ""]]', encoding="utf-8")
+    retrieval._module_premises.cache_clear()
+    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["from_cache"]
+
+    # a changed source (another size and time) is read again
+    source.write_text(
+        "Lemma kept_one : True.\nProof. exact I. Qed.\n"
+        "Lemma kept_two : True.\nProof. exact I. Qed.\n",
+        encoding="utf-8",
+    )
+    retrieval._module_premises.cache_clear()
+    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["kept_one", "kept_two"]
+
+    # an unreadable cache entry is ignored, never an error
+    for entry in (tmp_path / "cache" / "orch" / "premises").glob("*.json"):
+        entry.write_text("not json", encoding="utf-8")
+    retrieval._module_premises.cache_clear()
+    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["kept_one", "kept_two"]
+    retrieval._module_premises.cache_clear()

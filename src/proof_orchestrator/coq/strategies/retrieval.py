@@ -14,8 +14,13 @@ tactics are loaded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import hashlib
+import json
+import os
 import re
+import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -71,17 +76,72 @@ def file_premises(prefix: Sequence[str]) -> list[Premise]:
     return _premises(prefix[:statement], "")
 
 
+#: bump when what :func:`_premises` extracts changes: older cache files are then ignored
+_CACHE_FORMAT = 1
+
+
+def _cache_file(source: Path) -> Path | None:
+    """Where the premises read from ``source`` are kept, for this version of the source."""
+    try:
+        stat = source.stat()
+    except OSError:
+        return None
+    key = f"{_CACHE_FORMAT}\0{source.resolve()}\0{stat.st_mtime_ns}\0{stat.st_size}"
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "orch" / "premises" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+
+
+def _read_cached(path: Path) -> tuple[Premise, ...] | None:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+        return tuple(
+            Premise(name, statement, module, kind) for name, statement, module, kind in rows
+        )
+    except (OSError, ValueError, TypeError):
+        return None  # absent, unreadable or from another layout: read the source again
+
+
+def _write_cached(path: Path, premises: Sequence[Premise]) -> None:
+    """Write through a temporary file and a rename; a cache that cannot be written is skipped."""
+    rows = [[p.name, p.statement, p.module, p.kind] for p in premises]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False
+        ) as handle:
+            json.dump(rows, handle)
+        os.replace(handle.name, path)
+    except OSError:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(handle.name)
+
+
 @functools.cache
 def _module_premises(module: str) -> tuple[Premise, ...]:
+    """The premises a library module's source declares.
+
+    Parsing a module's source is most of the cost of a first premise index
+    (about 200 modules once ``Lia`` is loaded), so what it gives is kept in
+    ``~/.cache/orch/premises``, keyed by the source's path, size and
+    modification time: a changed or reinstalled library is read again.
+    """
     if not module.startswith("Coq."):
         return ()
     source = THEORIES.joinpath(*module.removeprefix("Coq.").split(".")).with_suffix(".v")
+    cache = _cache_file(source)
+    if cache is not None:
+        cached = _read_cached(cache)
+        if cached is not None:
+            return cached
     try:
         text = source.read_text(encoding="utf-8")
         sentences = split_sentences(text)
     except (OSError, UnicodeDecodeError, SourceSyntaxError):
         return ()
-    return tuple(_premises((s.code for s in sentences), module))
+    premises = tuple(_premises((s.code for s in sentences), module))
+    if cache is not None:
+        _write_cached(cache, premises)
+    return premises
 
 
 def library_premises(modules: Iterable[str]) -> list[Premise]:
