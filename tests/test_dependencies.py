@@ -1,4 +1,5 @@
-"""Candidates that use other holes: verified in file order, retried, or rejected with the reason."""
+"""Candidates that use other holes: verified in file order, retried, accepted closed modulo
+the holes still open, or (``strict_holes``) rejected with the reason."""
 
 from __future__ import annotations
 
@@ -27,7 +28,11 @@ Definition clash := 0.
 
 
 async def _verify(
-    path: Path, ledger: Ledger, scripts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
+    path: Path,
+    ledger: Ledger,
+    scripts: dict[str, tuple[tuple[str, ...], tuple[str, ...]]],
+    *,
+    strict_holes: bool = False,
 ) -> tuple[list[Candidate], dict[str, GoalReport]]:
     """Verify the given (script, helpers) per lemma, candidates listed in the given order."""
     text = path.read_text(encoding="utf-8")
@@ -52,6 +57,7 @@ async def _verify(
             run_id,
             "",
             FileReport(path, FileStatus.INTERRUPTED),
+            strict_holes=strict_holes,
         )
     finally:
         await verifier.aclose()
@@ -83,12 +89,30 @@ async def test_a_proof_using_an_earlier_hole_is_kept_when_that_hole_is_proved_to
     assert reports["later"].outcome is Outcome.REJECTED
 
 
-async def test_a_proof_using_an_unproved_hole_is_rejected_with_the_reason(
+async def test_a_proof_using_an_unproved_hole_is_accepted_modulo_that_hole(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
     path = write_v("Dep.v", SOURCE)
     accepted, reports = await _verify(
         path, ledger, {"uses_base": (("intros.", "rewrite !base.", "reflexivity."), ())}
+    )
+    assert [h.goal.name for h, _, _ in accepted] == ["uses_base"]
+    report = reports["uses_base"]
+    assert report.outcome is Outcome.PROVED
+    assert [(use.label, use.name, use.file) for use in report.uses_holes] == [
+        ("base", "base", str(path))
+    ]
+
+
+async def test_with_strict_holes_a_proof_using_an_unproved_hole_is_rejected_with_the_reason(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    path = write_v("Dep.v", SOURCE)
+    accepted, reports = await _verify(
+        path,
+        ledger,
+        {"uses_base": (("intros.", "rewrite !base.", "reflexivity."), ())},
+        strict_holes=True,
     )
     assert accepted == []
     report = reports["uses_base"]

@@ -68,6 +68,8 @@ class Settings:
     use_llm: bool = False
     #: stop model requests once a run has spent this much, USD (0: the ``[llm]`` budget_usd)
     llm_budget_usd: float = 0.0
+    #: refuse proofs that rest on other holes (closed modulo them) instead of writing them
+    strict_holes: bool = False
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:

@@ -13,6 +13,7 @@ __all__ = [
     "Budget",
     "Goal",
     "HoleKind",
+    "HoleUse",
     "Outcome",
     "fingerprint_of",
 ]
@@ -143,3 +144,33 @@ class Goal:
 
     def label(self) -> str:
         return f"{self.file.name}:{self.line} {self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class HoleUse:
+    """A hole of the project that a verified proof rests on.
+
+    Its ``Admitted`` (Coq) or ``sorry`` (Lean) is an assumption of the proof
+    until it is proved too: the proof is *closed modulo* that hole.
+    """
+
+    #: the file that holds the hole
+    file: str
+    #: its name in that file (qualified by its modules or namespaces; a Lean declaration)
+    name: str
+    #: the hole's goal fingerprint
+    fingerprint: str
+    #: how the prover named it in the audit (``b``, ``Lib.B.b``)
+    label: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {
+            "file": self.file,
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "label": self.label,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, str]) -> HoleUse:
+        return cls(value["file"], value["name"], value.get("fingerprint", ""), value["label"])

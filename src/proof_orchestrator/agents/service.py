@@ -366,6 +366,7 @@ class AgentService:
                         "",
                         file_report,
                         write=self.git is None,
+                        strict_holes=self.options.orch.strict_holes,
                     )
                     cpu += tools.verifier.cpu_seconds - cpu_before
                 branch = (

@@ -46,6 +46,7 @@ from .options import (
     ProverMemory,
     RayAddress,
     Seed,
+    StrictHoles,
     TacticTimeout,
     UseLlm,
 )
@@ -61,11 +62,12 @@ def goal_table(report: FillReport) -> Table:
             colour = {"proved": "green", "rejected": "red", "error": "red"}.get(
                 g.outcome.value, "yellow"
             )
+            uses = ", ".join(use.label for use in g.uses_holes)
             table.add_row(
                 file_report.path.name,
                 str(g.goal.line),
                 g.goal.name,
-                f"[{colour}]{g.outcome.value}[/]",
+                f"[{colour}]{g.outcome.value}[/]" + (f" (uses {uses})" if uses else ""),
                 g.strategy,
                 " ".join(g.sentences) if g.outcome is Outcome.PROVED else g.message[:60],
                 f"{g.cpu_seconds:.2f}",
@@ -97,6 +99,8 @@ def fill_json(report: FillReport) -> dict[str, Any]:
                         "script": " ".join(g.sentences),
                         "cpu_seconds": round(g.cpu_seconds, 4),
                         "message": g.message,
+                        # proved closed modulo these holes (empty: closed)
+                        "uses_holes": [use.label for use in g.uses_holes],
                     }
                     for g in f.goals
                 ],
@@ -163,6 +167,7 @@ def fill_command(
     allow_import: AllowImport = None,
     use_llm: UseLlm = None,
     llm_budget_usd: LlmBudget = None,
+    strict_holes: StrictHoles = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back."""
     check_inputs(paths)
@@ -267,6 +272,7 @@ def bg_command(
     prover_memory_mb: ProverMemory = None,
     memory_budget_mb: MemoryBudget = None,
     allow_import: AllowImport = None,
+    strict_holes: StrictHoles = None,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
     check_inputs(paths)

@@ -134,6 +134,12 @@ def _print_stats(stats: dict[str, Any]) -> None:
     summary.add_row("ledger", stats["url"])
     proved = goals.get("proved", 0)
     summary.add_row("goals", f"{sum(goals.values())} ({proved} proved)" if goals else "none")
+    modulo: list[dict[str, Any]] = stats.get("modulo_holes", [])
+    if proved:
+        summary.add_row(
+            "proved",
+            f"{proved - len(modulo)} closed, {len(modulo)} closed modulo holes still open",
+        )
     summary.add_row("attempts", str(sum(attempts.values())) if attempts else "none")
     if skipped:
         summary.add_row("skipped", f"{skipped} (strategies that cannot run there; not attempts)")
@@ -157,6 +163,21 @@ def _print_stats(stats: dict[str, Any]) -> None:
         by_outcome.add_column("attempts", justify="right")
         _counts(by_outcome, attempts, first=("proved", "candidate"))
         out.print(Columns([by_status, by_outcome], padding=(0, 4)))
+    if modulo:
+        resting = Table(
+            title="Proved modulo holes (closed once the holes they use are proved)",
+            title_justify="left",
+        )
+        for column in ("lemma", "file", "uses", "still open"):
+            resting.add_column(column, overflow="fold")
+        for row in modulo:
+            resting.add_row(
+                row["name"],
+                Path(row["file"]).name,
+                "uses " + ", ".join(row["uses"]),
+                ", ".join(row["open"]),
+            )
+        out.print(resting)
     strategies = sorted(stats["strategies"], key=lambda s: (-s["proved"], -s["attempts"]))
     table = Table(title="Strategies", title_justify="left")
     for column in ("strategy", "attempts", "proved", "CPU", "CPU per proof"):

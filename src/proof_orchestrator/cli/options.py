@@ -64,4 +64,12 @@ LlmBudget = Annotated[
 TacticTimeout = Annotated[
     float | None, typer.Option(help="timeout of one tactic, s [ORCH_TACTIC_TIMEOUT, 1]")
 ]
+StrictHoles = Annotated[
+    bool | None,
+    typer.Option(
+        "--strict-holes/--no-strict-holes",
+        help="refuse a proof that rests on other holes (Admitted/sorry goals of the project) "
+        "instead of writing it closed modulo them [ORCH_STRICT_HOLES, off]",
+    ),
+]
 LedgerOpt = Annotated[str | None, typer.Option("--db", help="ledger URL or SQLite path")]

@@ -24,6 +24,7 @@ from .options import (
     CpuTarget,
     LlmBudget,
     Profile,
+    StrictHoles,
     TacticTimeout,
     UseLlm,
 )
@@ -89,6 +90,7 @@ def mcp_command(
     use_llm: UseLlm = None,
     llm_budget_usd: LlmBudget = None,
     allow_import: AllowImport = None,
+    strict_holes: StrictHoles = None,
 ) -> None:
     """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
     try:

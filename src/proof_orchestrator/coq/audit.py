@@ -17,20 +17,28 @@ A proof is accepted when everything ``Print Assumptions`` lists for it is
 * a variable of a section the lemma is in (hypotheses of the section, not
   axioms: :func:`without_section_variables`).
 
-Anything else (another ``Admitted`` lemma, a new library axiom, disabled
-guard checking) is a new assumption, and the proof is refused with it named.
+An assumption that is a *hole of the project* (an ``Admitted`` lemma-like
+declaration that is itself a goal, in the same file or in a project file it
+requires, found by :class:`ProjectHoles` from its full name) does not refuse
+the proof: the proof is accepted closed modulo that hole, and the hole is
+named (``--strict-holes`` refuses such proofs again). Anything else (an
+``Admitted`` definition, a new library axiom, disabled guard checking) is a
+new assumption, and the proof is refused with it named.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from .holes import declared_axioms, functor_parameters
+from ..goals import HoleUse
+from .holes import CoqHole, declared_axioms, functor_parameters, scan_coq_text
 
 __all__ = [
     "LOGICAL_ROOT",
+    "ProjectHoles",
     "TrustBase",
     "as_parameter",
     "declared_axioms",
@@ -41,6 +49,7 @@ __all__ = [
     "located_constant",
     "new_axioms",
     "parse_assumptions",
+    "source_of",
     "unexplained",
     "without_section_variables",
 ]
@@ -174,3 +183,73 @@ class TrustBase:
             self._asked += 1
             self._axioms.update(listed_axioms(await session.query(f"Print Assumptions {name}.")))
         return frozenset(self._axioms)
+
+
+def source_of(logical: str, flags: Sequence[str], cwd: Path) -> tuple[Path, str] | None:
+    """The project file a constant's full name (``Lib.B.b``) comes from, and its name there (``b``).
+
+    Read from the ``-Q``/``-R`` pairs of ``flags`` (directories relative to
+    ``cwd``); the current folder stands for the empty prefix, as for ``coqc``.
+    None for a name outside the project (the standard library, a plugin).
+    """
+    pairs = [
+        (cwd / flags[i + 1], flags[i + 2])
+        for i, flag in enumerate(flags[:-2])
+        if flag in ("-Q", "-R")
+    ]
+    parts = logical.split(".")
+    for directory, prefix in [*pairs, (cwd, "")]:
+        head = prefix.split(".") if prefix else []
+        if parts[: len(head)] != head:
+            continue
+        rest = parts[len(head) :]
+        # the longest module path that is a file: Lib.A.B.c is A/B.v's c before A.v's B.c
+        for cut in range(len(rest) - 1, 0, -1):
+            file = directory.joinpath(*rest[: cut - 1], rest[cut - 1] + ".v")
+            if file.is_file():
+                return file, ".".join(rest[cut:])
+    return None
+
+
+class ProjectHoles:
+    """Which assumptions of a proof are holes of the project's other files.
+
+    An assumption printed as ``Lib.B.b`` (its full name, after ``Locate``) is
+    a hole when :func:`source_of` finds its file and that file's current text
+    has ``b`` as a hole (an ``Admitted`` lemma-like declaration). Each file is
+    scanned once per version (size and modification time).
+    """
+
+    def __init__(self, flags: Sequence[str], cwd: Path) -> None:
+        self.flags = tuple(flags)
+        self.cwd = cwd
+        self._scanned: dict[Path, tuple[tuple[int, int], dict[str, CoqHole]]] = {}
+
+    def holes_of(self, file: Path) -> dict[str, CoqHole]:
+        """The holes of ``file`` by qualified name (empty when it cannot be read)."""
+        try:
+            stat = file.stat()
+            version = (stat.st_size, stat.st_mtime_ns)
+            cached = self._scanned.get(file)
+            if cached is not None and cached[0] == version:
+                return cached[1]
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return {}
+        holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(file, text)}
+        self._scanned[file] = (version, holes)
+        return holes
+
+    def hole(self, logical: str, besides: Path) -> HoleUse | None:
+        """The hole ``logical`` (a full name) stands for, if any; never one of ``besides``."""
+        found = source_of(logical, self.flags, self.cwd)
+        if found is None:
+            return None
+        file, name = found
+        file = file.resolve()
+        if file == besides.resolve():
+            return None
+        hole = self.holes_of(file).get(name)
+        if hole is None:
+            return None
+        return HoleUse(str(file), name, hole.goal.fingerprint, logical)

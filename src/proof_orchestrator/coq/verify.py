@@ -15,8 +15,12 @@ accepted only if its assumptions are a subset of
   ``Ensembles`` whose proofs use ``Extensionality_Ensembles`` may get one more
   proof that uses it; a file none of whose proofs uses ``classic`` may not.
 
-So a proof that leans on another ``Admitted`` lemma, on a library axiom the
-file did not already use, or on disabled guard checking is rejected. (Guard
+A proof whose only other new assumptions are *holes* of the project (an
+``Admitted`` lemma that is itself a goal, in this file or in a project file it
+requires: :class:`~.audit.ProjectHoles`) is accepted closed modulo them, and
+the result names them (``VerificationResult.holes_used``). A proof that leans
+on a library axiom the file did not already use, on an ``Admitted``
+definition that is no goal, or on disabled guard checking is rejected. (Guard
 and universe entries name their lemma, and the file's holes are never part of
 its trust base, so neither can enter through it: only plain axiom names
 count.)
@@ -32,12 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProverError
-from ..goals import Goal
+from ..goals import Goal, HoleUse
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
 from .audit import (
     LOGICAL_ROOT,
+    ProjectHoles,
     from_outside,
     is_parameter,
     located_constant,
@@ -90,6 +95,8 @@ class CoqVerifier:
         self.cpu_seconds = 0.0
         #: number of coqc runs
         self.compilations = 0
+        #: the holes of the project's other files (an assumption may be one of them)
+        self.project_holes = ProjectHoles(self.flags, Path(cwd) if cwd else Path.cwd())
 
     async def aclose(self) -> None:
         self._builds = {}
@@ -288,8 +295,9 @@ class CoqVerifier:
         parameters = functor_parameters(patched)
         trusted = await self.trust_base(path, original, base_build)
         stem = path.stem
-        offending: list[str] = []
-        offending_names: list[str] = []
+        holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
+        unexplained: dict[str, list[str]] = {}
+        uses: dict[str, list[HoleUse]] = {}
         for name in names:
             own = f"{stem}.{name}"
             allowed = (set(before[name]) | trusted) - {own, name}
@@ -299,15 +307,80 @@ class CoqVerifier:
                 local = key.startswith(f"{stem}.") and " " not in key
                 if local and key.rsplit(".", 1)[-1] in declared_axioms and key != own:
                     continue
-                offending.append(f"{name}: {key}")
-                if name not in offending_names:
-                    offending_names.append(name)
+                hole = holes.get(key.removeprefix(f"{stem}.")) if local and key != own else None
+                if hole is not None:  # another hole of this file, still Admitted
+                    label = hole.goal.qualified_name
+                    use = HoleUse(str(path), label, hole.goal.fingerprint, label)
+                    uses.setdefault(name, []).append(use)
+                    continue
+                unexplained.setdefault(name, []).append(key)
+        offending = await self._holes_elsewhere(path, build, unexplained, uses)
         if offending:
             return VerificationResult(
                 Verdict.NEW_ASSUMPTIONS,
                 "; ".join(offending),
                 tuple(offending),
                 build.cpu_seconds,
-                offending=tuple(offending_names),
+                offending=tuple(dict.fromkeys(entry.split(": ", 1)[0] for entry in offending)),
             )
-        return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
+        return VerificationResult(
+            Verdict.ACCEPTED,
+            cpu_seconds=build.cpu_seconds,
+            holes_used={
+                name: tuple(sorted(set(found), key=lambda use: use.label))
+                for name, found in uses.items()
+            },
+        )
+
+    async def _holes_elsewhere(
+        self,
+        path: Path,
+        build: _Build,
+        unexplained: dict[str, list[str]],
+        uses: dict[str, list[HoleUse]],
+    ) -> list[str]:
+        """Of the ``unexplained`` assumptions (by lemma), those that are no hole of the
+        project's other files, as ``"lemma: key"`` entries; the holes go to ``uses``.
+
+        ``Print Assumptions`` prints a constant by its shortest unambiguous name
+        (``B.b`` for ``Lib.B.b``); ``Locate`` in the same environment gives the
+        full name, which :class:`~.audit.ProjectHoles` resolves to a file. One
+        more ``coqtop`` only when some assumption is a qualified name.
+        """
+        names = sorted(
+            {
+                key
+                for keys in unexplained.values()
+                for key in keys
+                if "." in key and " " not in key and not key.startswith("<")
+            }
+        )
+        located = await self._locate(path, build, names) if names else {}
+        offending: list[str] = []
+        for name, keys in unexplained.items():
+            for key in keys:
+                full = located.get(key)
+                hole = self.project_holes.hole(full, path) if full else None
+                if hole is None:
+                    offending.append(f"{name}: {key}")
+                else:
+                    uses.setdefault(name, []).append(hole)
+        return offending
+
+    async def _locate(self, path: Path, build: _Build, keys: Sequence[str]) -> dict[str, str]:
+        """The full name of each constant in ``keys``, as ``Locate`` gives it where the
+        compiled file is loaded (names it does not resolve are left out)."""
+        flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
+        found: dict[str, str] = {}
+        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
+            before = top.current
+            reply = await top.send(f"Require {LOGICAL_ROOT}.{path.stem}.", self.compile_timeout)
+            if reply.state == before:
+                raise ProverError(f"cannot load the compiled {path.stem}: {reply.output}")
+            for key in keys:
+                reply = await top.send(f"Locate {key}.", self.compile_timeout)
+                where = located_constant(reply.output)
+                if where is not None and not where.startswith(f"{LOGICAL_ROOT}."):
+                    found[key] = where
+            self.cpu_seconds += top.cpu_seconds()
+        return found

@@ -4,6 +4,16 @@ The patched file is compiled as a whole (the REPL is known to accept some
 incorrect proofs in tactic mode, leanprover-community/repl issue 44), with
 ``#print axioms`` appended for the proved declarations; a proof is accepted
 when its axioms are Lean's standard ones or those the file declares itself.
+
+A finished proof that uses a ``theorem``/``lemma`` of the file still holding
+a ``sorry`` (a hole) depends on ``sorryAx`` too. ``#print axioms`` does not
+say through what, so a second copy is compiled in which every such hole is
+restated as an ``axiom`` (:func:`holes_as_axioms`): there the proof's axioms
+name the holes it uses instead. ``sorryAx`` is accepted only when it is gone
+from that answer (it came through those holes alone); the proof is then
+closed modulo them (``VerificationResult.holes_used``). A ``sorry`` reached
+any other way (a ``def`` with a ``sorry``, a hole of an imported file,
+whose module would have to be rebuilt to restate it) is still refused.
 """
 
 from __future__ import annotations
@@ -18,16 +28,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ProverNotFound
-from ..goals import Goal
+from ..goals import Goal, HoleUse
 from ..project.statedir import scratch_dir
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
 from ..provers.settings import LeanSettings
-from .holes import command_spans, scan_lean_text
+from .holes import LeanHole, command_spans, scan_lean_text
 from .holes import declared_axioms as lean_declared_axioms
 from .session import STANDARD_AXIOMS, LeanProject
 
-__all__ = ["LeanVerifier", "parse_lean_json"]
+__all__ = ["LeanVerifier", "holes_as_axioms", "parse_lean_json"]
 
 _AXIOMS_LINE = re.compile(r"'(?P<name>.+?)' depends on axioms: \[(?P<axioms>.*?)\]", re.S)
 _NO_AXIOMS = re.compile(r"'(?P<name>.+?)' does not depend on any axioms")
@@ -154,10 +164,13 @@ class LeanVerifier:
         new: set[str] = set()
         spans_before = [a for a, _ in command_spans(original)]
         lines_after = _declaration_lines(patched)
+        #: finished proofs whose only new axiom is sorryAx: through a hole, maybe
+        through: list[LeanHole] = []
         for hole in chosen:
             finished = filled[hole.decl_start] >= hole.sorries_in_decl
             first, last = lines_after[spans_before.index(hole.decl_start)]
-            if finished and any(first <= n <= last for n in after.sorry_lines):
+            own_sorry = finished and any(first <= n <= last for n in after.sorry_lines)
+            if own_sorry:
                 offending.append(hole.goal.qualified_name)
                 new.add("sorryAx")
             if not hole.decl_name:
@@ -169,9 +182,28 @@ class LeanVerifier:
                 new.add(f"(no `#print axioms` answer for {hole.decl_name})")
                 continue
             extra = {a for a in now - old - allowed if not (a == "sorryAx" and not finished)}
-            if extra:
+            if extra == {"sorryAx"} and not own_sorry:
+                through.append(hole)
+            elif extra:
                 offending.append(hole.goal.qualified_name)
                 new |= extra
+        holes_used: dict[str, tuple[HoleUse, ...]] = {}
+        if through:
+            probe, stated = holes_as_axioms(path, patched)
+            check = await self._check(probe, sorted({h.decl_name for h in through}))
+            for hole in through:
+                found = check.axioms.get(hole.decl_name) if check.ok else None
+                old = before.axioms.get(hole.decl_name, frozenset()) - {"sorryAx"}
+                rest = {"sorryAx"} if found is None else found - old - allowed - set(stated)
+                if found is None or rest:
+                    # sorryAx reached some other way, or the restated copy did not compile
+                    offending.append(hole.goal.qualified_name)
+                    new |= rest
+                    continue
+                holes_used[hole.goal.qualified_name] = tuple(
+                    HoleUse(str(path), name, stated[name], name)
+                    for name in sorted(found & set(stated))
+                )
         if offending:
             return VerificationResult(
                 Verdict.NEW_ASSUMPTIONS,
@@ -180,7 +212,9 @@ class LeanVerifier:
                 cpu_seconds=after.cpu_seconds,
                 offending=tuple(dict.fromkeys(offending)),
             )
-        return VerificationResult(Verdict.ACCEPTED, cpu_seconds=after.cpu_seconds)
+        return VerificationResult(
+            Verdict.ACCEPTED, cpu_seconds=after.cpu_seconds, holes_used=holes_used
+        )
 
     async def aclose(self) -> None:
         self._cache.clear()
@@ -193,3 +227,29 @@ def _line(text: str, offset: int) -> int:
 def _declaration_lines(text: str) -> list[tuple[int, int]]:
     """(first line, last line) of every command of ``text``, in order."""
     return [(_line(text, a), _line(text, b)) for a, b in command_spans(text)]
+
+
+def holes_as_axioms(path: Path, text: str) -> tuple[str, dict[str, str]]:
+    """``text`` with every ``theorem``/``lemma`` that still holds a ``sorry`` restated as
+    an ``axiom`` of the same statement, and those declarations (name -> fingerprint).
+
+    ``#print axioms`` on the copy names the holes a proof uses where the file
+    itself says ``sorryAx``. Attributes and modifiers stay; a ``def`` keeps its
+    ``sorry`` (its body may be computed with).
+    """
+    first: dict[int, LeanHole] = {}
+    for hole in scan_lean_text(path, text):
+        if hole.decl_name:
+            first.setdefault(hole.decl_start, hole)
+    stated: dict[str, str] = {}
+    for start in sorted(first, reverse=True):
+        hole = first[start]
+        statement = hole.goal.statement
+        keyword = statement.split(None, 1)[0] if statement else ""
+        at = text.find(statement, hole.decl_start, hole.decl_end)
+        if keyword not in ("theorem", "lemma") or at < 0:
+            continue
+        axiom = text[hole.decl_start : at] + "axiom" + statement[len(keyword) :]
+        text = text[: hole.decl_start] + axiom + text[hole.decl_end :]
+        stated[hole.decl_name] = hole.goal.fingerprint
+    return text, stated

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from sqlalchemy import func, insert, select, update
 
+from ..goals import HoleUse
 from ._core import LedgerCore, retrying, upsert
 from .models import GoalRow, Proof, TacticCache, utcnow
 
@@ -27,9 +29,15 @@ class ProofRecords(LedgerCore):
         prover_version: str,
         diff: str,
         written: bool,
+        uses_holes: Sequence[HoleUse] = (),
     ) -> None:
-        """Record a verified proof, count it in the tactic cache, mark its goal proved."""
+        """Record a verified proof, count it in the tactic cache, mark its goal proved.
+
+        ``uses_holes``: the holes of the project the proof rests on (closed modulo
+        them until they are proved, :meth:`close_holes`).
+        """
         key = " ".join(sentences)
+        uses = [use.as_dict() for use in uses_holes]
         now = utcnow()
         with self._transaction() as connection:
             connection.execute(
@@ -43,6 +51,9 @@ class ProofRecords(LedgerCore):
                     diff=diff,
                     written=written,
                     verified_at=now,
+                    uses_holes=uses,
+                    open_holes=uses,
+                    holes_open=len(uses),
                 )
             )
             connection.execute(
@@ -68,6 +79,43 @@ class ProofRecords(LedgerCore):
                 .where(Proof.run_id == run_id, Proof.goal_id.in_(list(goal_ids)))
                 .values(written=True)
             )
+
+    @retrying
+    def close_holes(self, file: str, proved: Mapping[str, Sequence[HoleUse]]) -> list[int]:
+        """Holes of ``file`` (by name) now proved and written, with the holes each proof rests on.
+
+        Every proof that was closed modulo one of them rests on what its proof
+        rests on instead; the goals (ids) whose proofs are now closed are returned.
+        No proof is run again: the file it is in is unchanged, only what it rests on.
+        """
+        if not proved:
+            return []
+        where = _same_file(file)
+        closed: list[int] = []
+        with self._transaction() as connection:
+            rows = connection.execute(
+                select(Proof.id, Proof.goal_id, Proof.open_holes).where(Proof.holes_open > 0)
+            ).all()
+            for proof_id, goal_id, still in rows:
+                kept: dict[tuple[str, str], dict[str, str]] = {}
+                changed = False
+                for entry in still:
+                    if entry["name"] in proved and _same_file(entry["file"]) == where:
+                        changed = True
+                        for use in proved[entry["name"]]:
+                            kept.setdefault((use.file, use.name), use.as_dict())
+                    else:
+                        kept.setdefault((entry["file"], entry["name"]), entry)
+                if not changed:
+                    continue
+                connection.execute(
+                    update(Proof)
+                    .where(Proof.id == proof_id)
+                    .values(open_holes=list(kept.values()), holes_open=len(kept))
+                )
+                if not kept:
+                    closed.append(int(goal_id))
+        return closed
 
     @retrying
     def verified_proof(self, fingerprint: str) -> tuple[str, ...] | None:
@@ -119,3 +167,11 @@ class ProofRecords(LedgerCore):
             # the same proof may be recorded more than once (one row per run)
             found = ((statement, tuple(sentences)) for statement, sentences in rows)
             return list(dict.fromkeys(found))
+
+
+def _same_file(file: str) -> str:
+    """A file's path as the ledger compares it (the goal rows keep paths as given)."""
+    try:
+        return str(Path(file).resolve())
+    except OSError:
+        return file

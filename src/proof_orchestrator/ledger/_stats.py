@@ -26,6 +26,7 @@ class Summaries(LedgerCore):
         its most frequent reason (``skipped_reason``).
         """
         skip = Outcome.SKIPPED.value
+        modulo = self.modulo_holes()
         with self._session() as s:
             goals_by_status = dict(
                 s.execute(select(GoalRow.status, func.count()).group_by(GoalRow.status)).all()
@@ -86,6 +87,10 @@ class Summaries(LedgerCore):
             return {
                 "url": self.url,
                 "goals": goals_by_status,
+                # proved goals: closed, or closed modulo holes still open (listed)
+                "closed": int(goals_by_status.get("proved", 0)) - len(modulo),
+                "proved_modulo_holes": len(modulo),
+                "modulo_holes": modulo,
                 "attempts": attempts_by_outcome,
                 "skipped": sum(p["skipped"] for p in per_strategy),
                 "proofs": s.scalar(select(func.count()).select_from(Proof)) or 0,
@@ -94,6 +99,32 @@ class Summaries(LedgerCore):
                 "recent_runs": runs,
                 "llm": self.llm_spend(),
             }
+
+    @retrying
+    def modulo_holes(self) -> list[dict[str, Any]]:
+        """Proved goals whose newest proof rests on holes still open, in file order.
+
+        Each: the goal's id, name and file, ``uses`` (the holes its proof used
+        when verified) and ``open`` (those not proved yet), by the prover's names.
+        """
+        newest = select(func.max(Proof.id)).group_by(Proof.goal_id)
+        with self._session() as s:
+            rows = s.execute(
+                select(GoalRow.id, GoalRow.name, GoalRow.file, Proof.uses_holes, Proof.open_holes)
+                .join(Proof, Proof.goal_id == GoalRow.id)
+                .where(Proof.id.in_(newest), Proof.holes_open > 0, GoalRow.status == "proved")
+                .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
+            ).all()
+        return [
+            {
+                "goal_id": int(goal_id),
+                "name": name,
+                "file": file,
+                "uses": [entry["label"] for entry in uses],
+                "open": [entry["label"] for entry in still],
+            }
+            for goal_id, name, file, uses, still in rows
+        ]
 
     @retrying
     def llm_spend(self, run_id: int | None = None) -> dict[str, float]:

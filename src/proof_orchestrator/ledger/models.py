@@ -126,6 +126,18 @@ class Proof(Base):
     diff: Mapped[str] = mapped_column(Text, default="")
     written: Mapped[bool] = mapped_column(default=False)
     verified_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: the holes of the project the proof rested on when verified (``HoleUse.as_dict``
+    #: each): "proved using A, B"; empty for a closed proof
+    uses_holes: Mapped[list[dict[str, str]]] = mapped_column(
+        JSON, default=list, server_default="[]"
+    )
+    #: those still open: a hole leaves once its own proof is written (and the holes that
+    #: proof rests on come in); empty: the proof is closed
+    open_holes: Mapped[list[dict[str, str]]] = mapped_column(
+        JSON, default=list, server_default="[]"
+    )
+    #: ``len(open_holes)``, to find the proofs that are closed modulo holes
+    holes_open: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 class TacticCache(Base):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from ..goals import Goal
+from ..goals import Goal, HoleUse
 
 __all__ = [
     "Candidate",
@@ -146,6 +146,9 @@ class VerificationResult:
     error_line: int | None = None
     #: for NEW_ASSUMPTIONS: the qualified names of the lemmas that assume something new
     offending: tuple[str, ...] = field(default=())
+    #: per lemma (qualified name), the holes of the project its proof rests on and
+    #: nothing else new: accepted, closed modulo those holes (``--strict-holes`` refuses them)
+    holes_used: dict[str, tuple[HoleUse, ...]] = field(default_factory=dict)
 
     @property
     def accepted(self) -> bool:

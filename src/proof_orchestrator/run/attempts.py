@@ -164,13 +164,16 @@ class AttemptRunner:
         """The strategies that work on goals of ``language``, in the profile's order."""
         return [n for n, s in self.strategies.items() if s.language == language]
 
-    async def goal_pass(self, item: GoalItem) -> RaceResult:
+    async def goal_pass(
+        self, item: GoalItem, final: Callable[[StrategyResult], bool] | None = None
+    ) -> RaceResult:
         """One pass over the goal: its strategies race within the goal's budget.
 
         The bandit ranks them for the goal's class; the cheap ones go first and
         the expensive ones share what is left (:func:`.scheduler.portfolio.goal_pass`).
         A prover error gets one retry per goal. No candidate is checked here
-        beyond what its strategy did in the session.
+        beyond what its strategy did in the session; one that is not ``final``
+        (it names another hole) wins only if no final one comes within the budget.
         """
         goal = item.hole.goal
         names = self.strategies_for(goal.language)
@@ -190,6 +193,7 @@ class AttemptRunner:
             self.portfolio_width,
             attempt,
             retry_errors=retry,
+            final=final,
         )
         if retry and any(r.outcome is Outcome.ERROR for r in outcome.results.values()):
             item.error_retried = True

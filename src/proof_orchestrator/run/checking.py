@@ -5,24 +5,39 @@ axiom audit). When that fails, the verifier's diagnosis (the line the compiler
 stopped at, or the lemmas with new assumptions) names the candidates to drop,
 and the rest is verified again. Only when it names nobody are candidates
 added one at a time.
+
+A proof whose only new assumptions are holes of the project (other goals,
+still ``Admitted``/``sorry``) is accepted *closed modulo* them: its report
+names them (``GoalReport.uses_holes``). With ``strict_holes`` it is refused,
+with the reason, as every new assumption is.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from ..backends import backend_for, scan_text
+from ..backends import backend_for
 from ..errors import PrefixError, ProverError
-from ..goals import Budget, Outcome
+from ..goals import Budget, HoleUse, Outcome
 from ..ledger import Ledger
 from ..project.patch import Patch, apply_patches
 from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
-__all__ = ["blamed_candidates", "replay_script", "verify_candidates", "waits_on_holes"]
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w'.]*")
+
+__all__ = [
+    "blamed_candidates",
+    "leans_on",
+    "refuse_holes",
+    "replay_script",
+    "verify_candidates",
+    "with_closure",
+]
 
 
 async def replay_script(
@@ -65,17 +80,21 @@ async def verify_candidates(
     run_id: int,
     version: str,
     file_report: FileReport,
-    holes: list[Any] | None = None,
+    *,
+    strict_holes: bool = False,
 ) -> list[Candidate]:
-    """Keep the candidates that the whole-file check accepts; mark the others REJECTED."""
+    """Keep the candidates that the whole-file check accepts; mark the others REJECTED.
+
+    An accepted candidate's report says which holes its proof still rests on
+    (``uses_holes``, empty for a closed proof); ``strict_holes`` refuses those.
+    """
     if not candidates:
         return []
     cpu_before = verifier.cpu_seconds
 
     backend = backend_for(path)
-    # the file's holes as the run scanned them (scanned here only when not given)
-    found = holes if holes is not None else scan_text(path, text)
-    hole_names = {h.goal.qualified_name for h in found}
+    #: per accepted candidate (by id), the holes its proof used when it was checked
+    used: dict[int, tuple[HoleUse, ...]] = {}
 
     def reject(item: Candidate, detail: str) -> None:
         _, goal_report, goal_id = item
@@ -94,19 +113,22 @@ async def verify_candidates(
         ledger.set_goal_status(goal_id, "rejected")
 
     def reason(item: Candidate, result: VerificationResult) -> str:
-        waits = waits_on_holes(item, result, path.stem, hole_names)
-        if not waits:
-            return result.detail
-        return (
-            "the proof uses " + ", ".join(sorted(waits)) + ", which has no verified proof "
-            "in this file (its Admitted would become an assumption)"
-        )
+        refused = result.holes_used.get(item[0].goal.qualified_name, ())
+        if result.verdict is Verdict.NEW_ASSUMPTIONS and refused:  # --strict-holes
+            return _hole_reason([use.label for use in refused])
+        return result.detail
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
         patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
         patched = apply_patches(text, patches, backend.import_insertion(text, patches))
         goals = [h.goal for h, _, _ in chosen]
-        return await verifier.verify(path, text, patched, goals, frozenset(axioms))
+        result = await verifier.verify(path, text, patched, goals, frozenset(axioms))
+        if result.accepted:
+            if strict_holes and any(result.holes_used.values()):
+                return refuse_holes(result)
+            for item in chosen:
+                used[id(item)] = result.holes_used.get(item[0].goal.qualified_name, ())
+        return result
 
     # Verify everything at once; on failure, drop the candidates the verifier
     # blames (the lemma at the compiler's error line, or those with new
@@ -142,30 +164,70 @@ async def verify_candidates(
         for item in blamed:
             reject(item, reason(item, result))
         remaining = [item for item in remaining if all(item is not b for b in blamed)]
-    for _, goal_report, _ in accepted:
+    uses = with_closure(path, {id(item): item for item in accepted}, used)
+    for item in accepted:
+        goal_report = item[1]
         goal_report.outcome = Outcome.PROVED
+        goal_report.uses_holes = uses.get(id(item), ())
     file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
     return accepted
 
 
-def waits_on_holes(
-    item: Candidate, result: VerificationResult, module: str, hole_names: set[str]
-) -> set[str]:
-    """The holes of the file that alone stand behind ``item``'s new assumptions.
+def _hole_reason(labels: list[str]) -> str:
+    return (
+        "the proof uses " + ", ".join(sorted(set(labels))) + ", which has no verified proof "
+        "yet (its Admitted/sorry would become an assumption; --strict-holes refuses such proofs)"
+    )
 
-    Empty when the verdict is not about assumptions, or when anything else
-    (a real axiom, a hole of another file) is among them.
+
+def refuse_holes(result: VerificationResult) -> VerificationResult:
+    """An accepted result whose proofs use holes, as ``--strict-holes`` sees it: refused,
+    the lemmas that use holes blamed, with the old kind of reason."""
+    entries = tuple(
+        f"{name}: {use.label}" for name, found in result.holes_used.items() for use in found
+    )
+    labels = [entry.split(": ", 1)[1] for entry in entries]
+    return VerificationResult(
+        Verdict.NEW_ASSUMPTIONS,
+        _hole_reason(labels),
+        entries,
+        result.cpu_seconds,
+        offending=tuple(name for name, found in result.holes_used.items() if found),
+        holes_used=result.holes_used,
+    )
+
+
+def with_closure(
+    path: Path, accepted: dict[int, Candidate], used: dict[int, tuple[HoleUse, ...]]
+) -> dict[int, tuple[HoleUse, ...]]:
+    """The holes each accepted proof rests on once all of ``accepted`` are in the file.
+
+    A proof checked before a hole it used was accepted (one at a time, a later
+    round) rests on what that hole's proof rests on instead.
     """
-    if result.verdict is not Verdict.NEW_ASSUMPTIONS:
-        return set()
-    name = item[0].goal.qualified_name
-    keys = [
-        entry.split(": ", 1)[1] for entry in result.new_assumptions if entry.startswith(f"{name}: ")
-    ]
-    holes = {f"{module}.{hole}": hole for hole in hole_names if hole != name}
-    if not keys or any(key not in holes for key in keys):
-        return set()
-    return {holes[key] for key in keys}
+    own = {(str(path), item[0].goal.qualified_name): key for key, item in accepted.items()}
+
+    def resolve(key: int, seen: frozenset[int]) -> tuple[HoleUse, ...]:
+        found: dict[tuple[str, str], HoleUse] = {}
+        for use in used.get(key, ()):
+            other = own.get((use.file, use.name))
+            if other is None:
+                found[use.file, use.name] = use
+            elif other not in seen:
+                for deeper in resolve(other, seen | {other}):
+                    found[deeper.file, deeper.name] = deeper
+        return tuple(sorted(found.values(), key=lambda use: use.label))
+
+    return {key: resolve(key, frozenset({key})) for key in accepted}
+
+
+def leans_on(sentences: tuple[str, ...], names: frozenset[str]) -> bool:
+    """Whether a script names one of ``names`` (other holes): a proof that likely rests
+    on them. Only a preference between candidates (the verifier decides)."""
+    if not names:
+        return False
+    words = {w.rstrip(".") for s in sentences for w in _IDENTIFIER.findall(s)}
+    return any(w in names or w.rsplit(".", 1)[-1] in names for w in words)
 
 
 def blamed_candidates(

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings
-from ..goals import Budget, Goal, Outcome
+from ..goals import Budget, Goal, HoleUse, Outcome
 from ..provers.settings import CoqSettings, LeanSettings
 
 __all__ = [
@@ -64,6 +64,8 @@ class GoalReport:
     helpers: tuple[str, ...] = ()
     #: imports the proof needs, added after the file's ``Require``s (``--allow-import``)
     imports: tuple[str, ...] = ()
+    #: the holes a verified proof still rests on (empty: closed; else closed modulo them)
+    uses_holes: tuple[HoleUse, ...] = ()
 
 
 @dataclass(slots=True)
@@ -150,6 +152,10 @@ def summarize(report: FillReport) -> dict[str, object]:
         "files": len(report.files),
         "goals": len(report.goals),
         "proved": report.proved,
+        # proved, but resting on other holes still open (closed once they are proved)
+        "proved_modulo_holes": sum(
+            1 for g in report.goals if g.outcome is Outcome.PROVED and g.uses_holes
+        ),
         "errors": report.errors,
         "cpu_seconds": round(report.cpu_seconds, 3),
         "wall_seconds": round(report.wall_seconds, 3),

@@ -23,7 +23,7 @@ from ..scheduler.portfolio import RaceResult
 from ..scheduler.queue import GoalQueue, priority
 from ..strategies.base import Strategy
 from .attempts import NO_BUDGET_LEFT, AttemptRunner, FileState, GoalItem
-from .checking import replay_script
+from .checking import leans_on, replay_script
 from .live import LiveBoard
 from .reports import (
     CANDIDATE_REPLAY,
@@ -34,7 +34,7 @@ from .reports import (
     GoalCallback,
     GoalReport,
 )
-from .writing import verify_and_write
+from .writing import hole_name, verify_and_write
 
 __all__ = [
     "MAX_REVISITS_PER_RUN",
@@ -228,8 +228,21 @@ class GoalRun:
         await self.goal_done(item, None)
 
     async def search(self, item: GoalItem) -> RaceResult:
-        """One pass of the goal's strategies (:meth:`.attempts.AttemptRunner.goal_pass`)."""
-        return await self.runner.goal_pass(item)
+        """One pass of the goal's strategies (:meth:`.attempts.AttemptRunner.goal_pass`).
+
+        A candidate that names another hole of the file likely rests on it: a
+        closed one found by another strategy within the budget is preferred.
+        """
+        own = {item.hole.goal.name, hole_name(item.hole)}
+        others = (
+            frozenset(
+                name for hole in item.file.holes or () for name in (hole.goal.name, hole_name(hole))
+            )
+            - own
+        )
+        if not others:
+            return await self.runner.goal_pass(item)
+        return await self.runner.goal_pass(item, lambda r: not leans_on(r.sentences, others))
 
     def candidate_script(self, item: GoalItem) -> tuple[str, ...] | None:
         """The newest unverified candidate the ledger holds for this goal, as sentences."""
@@ -289,6 +302,7 @@ class GoalRun:
                 state.report,
                 write=not self.options.dry_run,
                 holes=state.holes,
+                strict_holes=self.options.orch.strict_holes,
             )
         except FileChangedError as exc:
             state.report.status = FileStatus.CHANGED

@@ -5,6 +5,11 @@ verify_candidates`: recompilation and the axiom audit); the accepted proofs are
 recorded in the ledger first, then the file is replaced atomically, only if
 it still holds the text the proofs were found for, and the ledger marks them
 written. A file therefore never holds a proof the ledger lacks.
+
+A proof may rest on other holes of the project (closed modulo them). Once a
+file is written, the holes it no longer has are proved: every proof that
+rested on them is updated in the ledger (:meth:`~..ledger.Ledger.close_holes`),
+and those left resting on nothing become closed without being run again.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends import backend_for
+from ..backends import backend_for, scan_text
+from ..goals import HoleUse
 from ..ledger import Ledger
 from ..project.patch import Patch, apply_patches, write_atomic
 from ..provers.backend import ProjectTools
@@ -66,6 +72,7 @@ async def verify_and_write(
     *,
     write: bool = True,
     holes: list[Any] | None = None,
+    strict_holes: bool = False,
 ) -> Written:
     """Verify ``candidates`` (found for ``text``) and write the accepted ones into ``path``.
 
@@ -73,6 +80,8 @@ async def verify_and_write(
     the proofs are verified and recorded but the file is left as it is.
     :class:`~..errors.FileChangedError` and :class:`~..errors.FileWriteError`
     leave the file untouched; the proofs stay in the ledger, not written.
+    ``holes`` are the holes of ``text`` as the run scanned them (scanned here
+    when needed and not given); ``strict_holes`` refuses proofs that rest on holes.
     """
     accepted = await verify_candidates(
         path,
@@ -84,7 +93,7 @@ async def verify_and_write(
         run_id,
         version,
         file_report,
-        holes,
+        strict_holes=strict_holes,
     )
     final_text = render(path, text, patches_of(accepted))
     for item in accepted:
@@ -99,10 +108,40 @@ async def verify_and_write(
             # the change this proof alone makes to the file
             diff=_diff(path, text, render(path, text, patches_of([item]))),
             written=False,
+            uses_holes=goal_report.uses_holes,
         )
     written = False
     if accepted and write:
         write_atomic(path, final_text, text)
         written = True
         ledger.mark_written(run_id, [goal_id for _, _, goal_id in accepted])
+        ledger.close_holes(str(path), proved_holes(path, text, accepted, holes))
     return Written(accepted, final_text, written)
+
+
+def hole_name(hole: Any) -> str:
+    """The name a proof's :class:`~..goals.HoleUse` gives ``hole``: its declaration's
+    (a Lean declaration with several ``sorry`` is one hole) or its qualified name."""
+    return str(getattr(hole, "decl_name", "") or hole.goal.qualified_name)
+
+
+def proved_holes(
+    path: Path, text: str, accepted: list[Candidate], holes: list[Any] | None
+) -> dict[str, tuple[HoleUse, ...]]:
+    """The holes of ``text`` that the ``accepted`` proofs fill completely, each with
+    the holes its proof rests on (what the proofs that used it rest on now)."""
+    found = holes if holes is not None else scan_text(path, text)
+    filled = {(hole.proof_start, hole.proof_end) for hole, _, _ in accepted}
+    pending: dict[str, bool] = {}
+    for hole in found:
+        name = hole_name(hole)
+        still = (hole.proof_start, hole.proof_end) not in filled
+        pending[name] = pending.get(name, False) or still
+    proved: dict[str, dict[tuple[str, str], HoleUse]] = {}
+    for hole, goal_report, _ in accepted:
+        name = hole_name(hole)
+        if not pending.get(name, True):
+            into = proved.setdefault(name, {})
+            for use in goal_report.uses_holes:
+                into.setdefault((use.file, use.name), use)
+    return {name: tuple(uses.values()) for name, uses in proved.items()}

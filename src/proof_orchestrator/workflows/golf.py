@@ -180,6 +180,8 @@ async def golf_files(
                 "",
                 file_report,
                 write=not options.dry_run,
+                # a shorter proof must not come to rest on a hole the old one did not use
+                strict_holes=True,
             )
             accepted = done.accepted
             file_report.written = done.written
