@@ -149,6 +149,16 @@ def test_sync_adds_and_removes_only_leanok(tmp_path: Path) -> None:
     assert more == []
 
 
+def test_sync_counts_proofs_closed_modulo_holes_apart(tmp_path: Path) -> None:
+    """The ledger says double_add's proof rests on double_even (still a sorry): its
+    \\leanok is added as before, and coverage counts it closed modulo holes."""
+    _project(tmp_path)
+    declarations = scan_declarations([tmp_path / "Demo.lean"])
+    _, coverage, changes = sync(CONTENT, declarations, {"double_add": ["Demo.double_even"]})
+    assert "lem:double-add: proof \\leanok added (closed modulo Demo.double_even)" in changes
+    assert (coverage.proved, coverage.closed, coverage.modulo_holes) == (2, 1, 1)
+
+
 def test_the_cli_writes_the_file_and_reports_coverage(tmp_path: Path) -> None:
     content = _project(tmp_path)
     check = runner.invoke(app, ["blueprint", "sync", str(content), "--check"])
@@ -156,7 +166,7 @@ def test_the_cli_writes_the_file_and_reports_coverage(tmp_path: Path) -> None:
     assert content.read_text(encoding="utf-8") == CONTENT
     result = runner.invoke(app, ["blueprint", "sync", str(content)])
     assert result.exit_code == 0, result.output
-    assert "coverage: 4/5 stated, 2/5 proved" in result.output
+    assert "coverage: 4/5 stated, 2/5 proved (2 closed, 0 closed modulo holes)" in result.output
     assert content.read_text(encoding="utf-8") != CONTENT
     assert runner.invoke(app, ["blueprint", "sync", str(content), "--check"]).exit_code == 0
 

@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from fastapi.testclient import TestClient
 from sqlalchemy import select
 from typer.testing import CliRunner
 
@@ -22,6 +23,7 @@ from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.verify import CoqVerifier
+from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
@@ -100,6 +102,13 @@ async def test_a_proof_that_uses_an_admitted_lemma_is_written_and_recorded(
     assert "uses b" in shown.stdout
     as_json = CliRunner().invoke(app, ["stats", str(tmp_path), "--db", db, "--json"])
     assert json.loads(as_json.stdout)["proved_modulo_holes"] == 1
+    # the dashboard: the overview's counts, the goal list and the goal's page
+    client = TestClient(create_app(ledger, tmp_path))
+    holes = client.get("/api/stats").json()["holes"]
+    assert (holes["proved"], holes["closed"], holes["modulo"]) == (1, 0, 1)
+    assert "(uses b)" in client.get("/goals").text
+    goal_id = ledger.stats()["modulo_holes"][0]["goal_id"]
+    assert "Closed modulo holes still open: uses b" in client.get(f"/goals/{goal_id}").text
 
 
 async def test_proving_the_hole_later_closes_the_proof_without_running_it_again(
@@ -107,6 +116,7 @@ async def test_proving_the_hole_later_closes_the_proof_without_running_it_again(
 ) -> None:
     path = write_v("Dep.v", B_AND_C)
     await fill([path], ledger, _options(), strategies=[Scripts({"c": USES_B})])
+    c_id = ledger.stats()["modulo_holes"][0]["goal_id"]
     with ledger.engine.connect() as connection:
         on_c = connection.execute(select(Attempt.id).where(Attempt.strategy == "scripts")).all()
     later = Scripts({"b": CLOSED, "c": USES_B})
@@ -117,6 +127,8 @@ async def test_proving_the_hole_later_closes_the_proof_without_running_it_again(
     stats = ledger.stats()
     assert stats["modulo_holes"] == []
     assert stats["closed"] == 2
+    page = TestClient(create_app(ledger, path.parent)).get(f"/goals/{c_id}").text
+    assert "Closed: found using b, since proved." in page
     with ledger.engine.connect() as connection:
         attempts = connection.execute(select(Attempt.id).where(Attempt.strategy == "scripts"))
         assert len(attempts.all()) == len(on_c) + 1  # b's attempt only

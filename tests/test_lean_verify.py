@@ -168,3 +168,67 @@ async def test_a_compile_error_names_its_line(
     result = await verifier.verify(path, TEXT, patched, [one.goal])
     assert result.verdict is Verdict.DOES_NOT_COMPILE
     assert result.error_line == 3
+
+
+HOLES = """\
+theorem b (n : Nat) : n + 0 = n := by sorry
+
+def d : Nat := sorry
+
+theorem c (n : Nat) : (n + 0) + 0 = n := by sorry
+"""
+
+
+def test_holes_are_restated_as_axioms_and_definitions_keep_their_sorry(tmp_path: Path) -> None:
+    path = tmp_path / "H.lean"
+    probe, stated = lean.holes_as_axioms(path, HOLES)
+    assert probe.splitlines()[0] == "axiom b (n : Nat) : n + 0 = n"
+    assert "def d : Nat := sorry" in probe
+    assert set(stated) == {"b", "c"}
+
+
+async def test_sorryax_through_a_hole_alone_is_accepted_modulo_that_hole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``#print axioms c`` says sorryAx; on the copy with the holes as axioms it says ``b``."""
+    path = tmp_path / "H.lean"
+    c = scan_lean_text(path, HOLES)[2]
+    patched = splice(HOLES, c, ["simp only [b]"])
+    probe, _ = lean.holes_as_axioms(path, patched)
+    original = [
+        _message(1, "warning", "declaration uses 'sorry'"),
+        _message(3, "warning", "declaration uses 'sorry'"),
+        _message(5, "warning", "declaration uses 'sorry'"),
+        _message(7, "information", "'c' depends on axioms: [sorryAx]"),
+    ]
+    after = [
+        _message(1, "warning", "declaration uses 'sorry'"),
+        _message(3, "warning", "declaration uses 'sorry'"),
+        _message(7, "information", "'c' depends on axioms: [propext, sorryAx]"),
+    ]
+    through_b = [
+        _message(3, "warning", "declaration uses 'sorry'"),
+        _message(7, "information", "'c' depends on axioms: [propext, b]"),
+    ]
+    verifier = _stub(monkeypatch, {HOLES: original, patched: after, probe: through_b})
+    result = await verifier.verify(path, HOLES, patched, [c.goal])
+    assert result.verdict is Verdict.ACCEPTED
+    assert [(u.label, u.name) for u in result.holes_used["c"]] == [("b", "b")]
+
+
+async def test_sorryax_that_is_not_through_a_hole_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Through ``d`` (a definition with a ``sorry``, no theorem) sorryAx stays: refused."""
+    path = tmp_path / "H.lean"
+    c = scan_lean_text(path, HOLES)[2]
+    patched = splice(HOLES, c, ["cases d <;> simp"])
+    probe, _ = lean.holes_as_axioms(path, patched)
+    original = [_message(7, "information", "'c' depends on axioms: [sorryAx]")]
+    after = [_message(7, "information", "'c' depends on axioms: [propext, sorryAx]")]
+    via_d = [_message(7, "information", "'c' depends on axioms: [propext, sorryAx]")]
+    verifier = _stub(monkeypatch, {HOLES: original, patched: after, probe: via_d})
+    result = await verifier.verify(path, HOLES, patched, [c.goal])
+    assert result.verdict is Verdict.NEW_ASSUMPTIONS
+    assert result.new_assumptions == ("sorryAx",)
+    assert result.offending == ("c",)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from proof_orchestrator.coq.holes import declared_axioms, scan_coq_text
 from proof_orchestrator.coq.verify import CoqVerifier, parse_assumptions
-from proof_orchestrator.provers.base import Verdict
+from proof_orchestrator.provers.base import Verdict, VerificationResult
 
 ORIGINAL = """\
 Axiom my_ax : forall P : Prop, P \\/ ~ P.
@@ -25,17 +25,23 @@ def _patched(body: str, extra_before: str = "") -> str:
     )
 
 
+async def _result(
+    path: Path, patched: str, original: str = ORIGINAL, name: str = "target"
+) -> VerificationResult:
+    """The verifier's answer on ``patched`` for the lemma ``name`` of ``original``."""
+    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == name)
+    verifier = CoqVerifier()
+    try:
+        return await verifier.verify(path, original, patched, [goal], declared_axioms(original))
+    finally:
+        await verifier.aclose()
+
+
 async def _verify(
     path: Path, patched: str, original: str = ORIGINAL, name: str = "target"
 ) -> Verdict:
     """The verdict on ``patched`` for the lemma ``name`` of ``original``."""
-    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == name)
-    verifier = CoqVerifier()
-    try:
-        result = await verifier.verify(path, original, patched, [goal], declared_axioms(original))
-    finally:
-        await verifier.aclose()
-    return result.verdict
+    return (await _result(path, patched, original, name)).verdict
 
 
 async def test_clean_proof_is_accepted(write_v: Callable[[str, str], Path]) -> None:
@@ -43,14 +49,13 @@ async def test_clean_proof_is_accepted(write_v: Callable[[str, str], Path]) -> N
     assert await _verify(path, _patched("split; reflexivity.")) is Verdict.ACCEPTED
 
 
-async def test_proof_using_another_admitted_lemma_is_rejected(
+async def test_proof_using_another_admitted_lemma_is_accepted_modulo_that_hole(
     write_v: Callable[[str, str], Path],
 ) -> None:
     path = write_v("V.v", ORIGINAL)
-    assert (
-        await _verify(path, _patched("split; [reflexivity | exact helper]."))
-        is Verdict.NEW_ASSUMPTIONS
-    )
+    result = await _result(path, _patched("split; [reflexivity | exact helper]."))
+    assert result.verdict is Verdict.ACCEPTED
+    assert [use.label for use in result.holes_used["target"]] == ["helper"]
 
 
 async def test_axiom_declared_by_the_file_is_allowed(write_v: Callable[[str, str], Path]) -> None:
@@ -125,11 +130,18 @@ async def test_a_library_axiom_no_finished_proof_uses_is_new(
 async def test_a_hole_used_by_a_finished_proof_is_not_trusted(
     write_v: Callable[[str, str], Path],
 ) -> None:
-    """`leans_on_helper` rests on the hole `helper`: that does not let a new proof use it."""
+    """`leans_on_helper` rests on the hole `helper`: that does not let a new proof use it
+    silently: the proof is closed modulo `helper`, named as such."""
     original = TRUSTING.format(early=EARLY)
     path = write_v("T.v", original)
-    body = "pose proof helper as h; exact NNPP."
-    assert await _verify_target(path, original, body) is Verdict.NEW_ASSUMPTIONS
+    patched = original.replace(
+        "Lemma target : forall P : Prop, ~ ~ P -> P.\nAdmitted.",
+        "Lemma target : forall P : Prop, ~ ~ P -> P.\n"
+        "Proof. pose proof helper as h; exact NNPP. Qed.",
+    )
+    result = await _result(path, patched, original)
+    assert result.verdict is Verdict.ACCEPTED
+    assert [use.label for use in result.holes_used["target"]] == ["helper"]
 
 
 FUNCTOR = """\
@@ -159,20 +171,14 @@ async def test_inside_a_functor_the_parameters_are_not_new_axioms(
     assert await _verify(path, patched, FUNCTOR) is Verdict.ACCEPTED
 
 
-async def test_inside_a_functor_another_hole_is_still_refused_and_named(
+async def test_inside_a_functor_another_hole_is_named(
     write_v: Callable[[str, str], Path],
 ) -> None:
     path = write_v("F.v", FUNCTOR)
-    patched = _functor_patched("exact helper.")
-    goal = next(h.goal for h in scan_coq_text(path, FUNCTOR) if h.goal.name == "target")
-    verifier = CoqVerifier()
-    try:
-        result = await verifier.verify(path, FUNCTOR, patched, [goal], declared_axioms(FUNCTOR))
-    finally:
-        await verifier.aclose()
-    assert result.verdict is Verdict.NEW_ASSUMPTIONS
-    # named as the outside audit names holes, so the dependency retry can wait on it
-    assert result.new_assumptions == ("Make.target: F.Make.helper",)
+    result = await _result(path, _functor_patched("exact helper."), FUNCTOR)
+    # audited in place, and named by its qualified name, as the file's holes are
+    assert result.verdict is Verdict.ACCEPTED
+    assert [use.name for use in result.holes_used["Make.target"]] == ["Make.helper"]
 
 
 SECTIONED_FUNCTOR = """\

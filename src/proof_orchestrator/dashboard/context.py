@@ -50,8 +50,17 @@ class DashboardContext:
         stats = self.ledger.stats()
         total = sum(stats["goals"].values())
         proved = stats["goals"].get("proved", 0)
+        modulo = stats["proved_modulo_holes"]
         return {
-            "holes": {"total": total, "proved": proved, "open": total - proved},
+            "holes": {
+                "total": total,
+                "proved": proved,
+                "open": total - proved,
+                # proved: closed, or closed modulo holes still open
+                "closed": proved - modulo,
+                "modulo": modulo,
+            },
+            "modulo_holes": stats["modulo_holes"],
             "attempts": stats["attempts"],
             "proofs": stats["proofs"],
             "cpu_seconds": stats["cpu_seconds"],

@@ -37,6 +37,8 @@ _OVERVIEW = """{% extends "base.html" %}
 <div class="cards">
 <span>holes <b id="total">{{ stats.total }}</b></span>
 <span>proved <b id="proved">{{ stats.proved }}</b></span>
+<span>closed <b id="closed">{{ stats.closed }}</b></span>
+<span title="proved, but resting on other holes still open">modulo holes <b id="modulo">{{ stats.modulo }}</b></span>
 <span>open <b id="open">{{ stats.open }}</b></span>
 <span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
 <span>model spend <b id="llm-cost">${{ "%.4f"|format(stats.llm.cost_usd) }}</b> ({{ stats.llm.tokens_in + stats.llm.tokens_out }} tokens)</span>
@@ -67,7 +69,7 @@ async function refresh() {
   const r = await fetch("/api/stats" + location.search);
   if (!r.ok) return;
   const s = await r.json();
-  for (const k of ["total", "proved", "open"]) document.getElementById(k).textContent = s.holes[k];
+  for (const k of ["total", "proved", "closed", "modulo", "open"]) document.getElementById(k).textContent = s.holes[k];
   document.getElementById("cpu").textContent = s.cpu_seconds.toFixed(1);
 }
 setInterval(refresh, 3000);
@@ -182,13 +184,15 @@ strategy <input name="strategy" value="{{ strategy or '' }}">
 <table id="goals"><tr><th>lemma</th><th>file</th><th>line</th><th>status</th><th>strategy</th><th>attempts</th></tr>
 {% for g in goals %}<tr class="goal-row" data-status="{{ g.status }}">
 <td><a href="/goals/{{ g.id }}">{{ g.name }}</a></td><td title="{{ g.file }}">{{ relative(g.file) }}</td><td>{{ g.line }}</td>
-<td class="{{ g.status }}">{{ g.status }}</td><td>{{ g.strategy }}</td><td>{{ g.attempts }}</td></tr>{% endfor %}
+<td class="{{ g.status }}">{{ g.status }}{% if g.id in modulo %} <span class="open modulo" title="closed modulo holes still open">(uses {{ modulo[g.id].open|join(", ") }})</span>{% endif %}</td><td>{{ g.strategy }}</td><td>{{ g.attempts }}</td></tr>{% endfor %}
 </table>{% endblock %}"""
 
 _GOAL = """{% extends "base.html" %}{% block body %}
 <p><span title="{{ goal.file }}">{{ relative(goal.file) }}</span>:{{ goal.line }} · status <b class="{{ goal.status }}">{{ goal.status }}</b></p>
 <h2>Statement</h2><pre id="statement">{{ goal.statement }}</pre>
 {% if goal.proof %}<h2>Verified proof ({{ goal.proof.strategy }})</h2>
+{% if goal.proof.open_holes %}<p id="modulo">Closed modulo holes still open: uses {{ goal.proof.open_holes|join(", ") }}{% if goal.proof.uses_holes != goal.proof.open_holes %} (found using {{ goal.proof.uses_holes|join(", ") }}){% endif %}. It becomes closed once they are proved.</p>
+{% elif goal.proof.uses_holes %}<p id="modulo">Closed: found using {{ goal.proof.uses_holes|join(", ") }}, since proved.</p>{% endif %}
 <pre id="proof">{{ goal.proof.script }}</pre>
 <h3>Change to the file</h3><pre id="diff">{{ goal.proof.diff }}</pre>{% else %}<p id="no-proof">No verified proof yet.</p>{% endif %}
 <h2>Attempts</h2>

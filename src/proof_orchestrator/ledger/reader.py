@@ -182,6 +182,9 @@ class LedgerReader:
                     "diff": proof.diff,
                     "written": proof.written,
                     "verified_at": iso(proof.verified_at),
+                    # the holes it rested on when verified, and those still open
+                    "uses_holes": [entry["label"] for entry in proof.uses_holes or []],
+                    "open_holes": [entry["label"] for entry in proof.open_holes or []],
                 },
             }
 

@@ -8,7 +8,11 @@ label with ``\\label{...}`` and what it depends on with ``\\uses{...}``;
 them contains ``sorry``).
 
 ``sync`` adds and removes exactly those ``\\leanok`` macros and changes no other
-byte of the file. ``critical_path_weights`` turns the ``\\uses`` graph into a
+byte of the file. A proof without ``sorry`` may still rest on other holes (a
+lemma that has one): the ledger knows which (``Ledger.modulo_holes``), and
+``sync`` counts those nodes apart, *closed modulo holes*, and says so beside
+their change; their ``\\leanok`` stays (leanblueprint's graph shows what they
+wait for). ``critical_path_weights`` turns the ``\\uses`` graph into a
 priority per Lean declaration: the number of blueprint nodes that depend on it,
 directly or not, so that goals many others wait for go first.
 """
@@ -16,7 +20,7 @@ directly or not, so that goals many others wait for go first.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +77,12 @@ class Coverage:
     total: int
     stated: int
     proved: int
+    #: of the proved: those whose declarations rest on holes still open
+    modulo_holes: int = 0
+
+    @property
+    def closed(self) -> int:
+        return self.proved - self.modulo_holes
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,13 +181,27 @@ def _anchor(text: str, node: BlueprintNode) -> int:
     return node.start
 
 
-def sync(text: str, declarations: LeanDeclarations) -> tuple[str, Coverage, list[str]]:
+def sync(
+    text: str,
+    declarations: LeanDeclarations,
+    modulo: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[str, Coverage, list[str]]:
     """``text`` with ``\\leanok`` added where deserved and removed where stale.
 
-    Returns the new text, the coverage and a line per change.
+    ``modulo``: declaration (full or short name) -> the holes still open its
+    proof rests on (from the ledger). Returns the new text, the coverage and a
+    line per change.
     """
+    modulo = modulo or {}
+
+    def resting(node: BlueprintNode) -> list[str]:
+        found: list[str] = []
+        for name in node.lean:
+            found += modulo.get(name, modulo.get(name.rsplit(".", 1)[-1], ()))
+        return sorted(set(found))
+
     changes: list[str] = []
-    total = stated = proved = 0
+    total = stated = proved = resting_on = 0
     # edit from the end so that earlier offsets stay valid
     nodes = parse_blueprint(text)
     for node in reversed(nodes):
@@ -190,7 +214,10 @@ def sync(text: str, declarations: LeanDeclarations) -> tuple[str, Coverage, list
             before = node.proof.leanok
             text, _ = _set_leanok(text, node.proof, is_proved, node.proof.start)
             if before != is_proved:
-                changes.append(f"{where}: proof \\leanok {'added' if is_proved else 'removed'}")
+                note = f" (closed modulo {', '.join(resting(node))})" if resting(node) else ""
+                changes.append(
+                    f"{where}: proof \\leanok {'added' if is_proved else 'removed'}{note}"
+                )
         # a definition has no proof environment: its \leanok means "done"
         wanted = is_stated if node.proof is not None or node.env != "definition" else is_proved
         before = node.leanok
@@ -205,7 +232,8 @@ def sync(text: str, declarations: LeanDeclarations) -> tuple[str, Coverage, list
             stated += 1
             if all(declarations.proved(n) for n in node.lean):
                 proved += 1
-    return text, Coverage(total, stated, proved), list(reversed(changes))
+                resting_on += bool(resting(node))
+    return text, Coverage(total, stated, proved, resting_on), list(reversed(changes))
 
 
 def critical_path_weights(text: str) -> dict[str, float]:

@@ -54,8 +54,15 @@ def goals_page(
     strategy: str | None = Query(None),
 ) -> HTMLResponse:
     goals = ctx.reader.goals(status=status or None, file=file or None, strategy=strategy or None)
+    modulo = {row["goal_id"]: row for row in ctx.ledger.modulo_holes()}
     return ctx.page(
-        "goals.html", title="Goals", goals=goals, status=status, file=file, strategy=strategy
+        "goals.html",
+        title="Goals",
+        goals=goals,
+        status=status,
+        file=file,
+        strategy=strategy,
+        modulo=modulo,
     )
 
 
