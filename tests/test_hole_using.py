@@ -19,7 +19,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
-from proof_orchestrator.config import Settings
+from proof_orchestrator.config import Settings, load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.verify import CoqVerifier
@@ -260,3 +260,13 @@ async def test_an_axiom_of_an_imported_file_is_no_hole(tmp_path: Path, ledger: L
         await verifier.aclose()
     assert result.verdict is Verdict.NEW_ASSUMPTIONS
     assert result.new_assumptions == ("c: B.b",)
+
+
+def test_strict_holes_is_a_setting_of_the_flag_the_environment_and_the_file(
+    tmp_path: Path,
+) -> None:
+    assert not load_settings(tmp_path, environ={})[0].strict_holes
+    assert load_settings(tmp_path, {"strict_holes": True}, environ={})[0].strict_holes
+    assert load_settings(tmp_path, environ={"ORCH_STRICT_HOLES": "1"})[0].strict_holes
+    (tmp_path / "orch.toml").write_text("strict_holes = true\n")
+    assert load_settings(tmp_path, environ={})[0].strict_holes
