@@ -127,7 +127,9 @@ def _skip_string(text: str, i: int) -> int:
 def _skip_blank(text: str, i: int) -> int:
     """Skip whitespace and comments between sentences."""
     while True:
-        i = _BLANK.match(text, i).end()
+        blank = _BLANK.match(text, i)  # \s* always matches, possibly empty
+        if blank is not None:
+            i = blank.end()
         if not text.startswith("(*", i):
             return i
         i = _skip_comment(text, i)
