@@ -72,6 +72,8 @@ class RefusingVerifier:
 
 class FakeTools:
     language = LANGUAGE
+    #: nothing to build: the fake has no compiled files
+    builder = None
 
     def __init__(self) -> None:
         self.verifier = RefusingVerifier()
@@ -149,6 +151,9 @@ class FakeBackend:
             )
             holes.append(FakeHole(goal, match.start(), match.start(2), match.end()))
         return holes
+
+    def builder(self, path: Path, command: str = "") -> None:
+        return None
 
     def project_files(self, path: Path) -> list[Path] | None:
         return None

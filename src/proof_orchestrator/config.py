@@ -70,6 +70,9 @@ class Settings:
     llm_budget_usd: float = 0.0
     #: refuse proofs that rest on other holes (closed modulo them) instead of writing them
     strict_holes: bool = False
+    #: the project's own build command (``make -j2``), run in its root before a search;
+    #: empty: orch compiles what the files need into ``.orch/build``
+    build: str = ""
 
     def validate(self) -> Settings:
         if not 0.05 <= self.cpu_target <= 1.0:

@@ -15,6 +15,7 @@ from ..errors import SourceSyntaxError, UnreadableSource
 from ..lean.backend import LeanBackend
 from ..project.source import line_and_column, read_source
 from ..provers.backend import Backend
+from ..provers.build import ProjectBuilder
 
 __all__ = [
     "SOURCE_SUFFIXES",
@@ -23,6 +24,7 @@ __all__ = [
     "backends",
     "language_of",
     "load_source",
+    "project_builders",
     "project_root",
     "register",
     "scan_text",
@@ -80,6 +82,15 @@ def project_root(anchor: Path) -> Path:
     settings and ledger live: the first backend's rule (Coq's: the nearest
     ``_CoqProject``'s folder, else the folder itself)."""
     return backends()[0].project_root(anchor)
+
+
+def project_builders(anchor: Path, command: str = "") -> list[ProjectBuilder]:
+    """The builders of the projects ``anchor`` (a file or a folder) is in: its own
+    language's for a file, each language's that finds a project for a folder."""
+    if anchor.is_file() and anchor.suffix in SOURCE_SUFFIXES:
+        found = backend_for(anchor).builder(anchor, command)
+        return [found] if found is not None else []
+    return [b for b in (x.builder(anchor, command) for x in backends()) if b is not None]
 
 
 def scan_text(path: Path, text: str) -> list[Any]:

@@ -5,7 +5,7 @@ One module per command group; this one only assembles them, in the order
 
 - :mod:`.fill`: ``fill``, ``bg``; :mod:`.bank`: ``bank``
 - :mod:`.serve`: ``dashboard``, ``mcp``
-- :mod:`.info`: ``report``, ``stats``, ``config``, ``doctor``
+- :mod:`.info`: ``report``, ``stats``, ``config``, ``doctor``; :mod:`.project`: ``info``
 - :mod:`.eval`: ``eval``; :mod:`.golf`: ``golf``
 - :mod:`.market`, :mod:`.blueprint`, :mod:`.lean`: the sub-commands of each
 
@@ -25,6 +25,7 @@ from .golf import golf_command
 from .info import config_command, doctor_command, report_command, stats_command
 from .lean import lean_app
 from .market import market_app
+from .project import info_command
 from .serve import dashboard_command, mcp_command
 
 __all__ = ["app", "main"]
@@ -45,6 +46,7 @@ app.command("mcp")(mcp_command)
 app.command("report")(report_command)
 app.command("stats")(stats_command)
 app.command("config")(config_command)
+app.command("info")(info_command)
 app.command("doctor")(doctor_command)
 app.command("eval")(eval_command)
 app.command("golf")(golf_command)

@@ -25,8 +25,13 @@ out = Console()
 
 T = TypeVar("T")
 
-#: exit codes
+#: exit codes (README "Exit status"): 0 every file with holes was checked, 1 the run
+#: failed (a broken part: the ledger, a prover), 2 bad input, 3 some file with holes
+#: could not be checked (a file it imports could not be built, or it does not compile),
+#: 130 interrupted
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_CHECKED = 3
 EXIT_INTERRUPTED = 130
 
 

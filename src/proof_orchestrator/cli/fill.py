@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from ..backends import project_builders
 from ..errors import OrchError
 from ..goals import Outcome
 from ..run.pipeline import FileStatus, FillReport, fill
@@ -20,6 +21,7 @@ from ..workflows.blueprint import critical_path_weights
 from ..workflows.gitops import GitError, GitRepo, ProofBranch, publish
 from .common import (
     EXIT_BAD_INPUT,
+    EXIT_NOT_CHECKED,
     check_inputs,
     console,
     exit_if_unreadable,
@@ -35,6 +37,7 @@ from .options import (
     BanditOpt,
     BudgetCap,
     BudgetOpt,
+    BuildCommand,
     CpuTarget,
     ExecutorOpt,
     LlmBudget,
@@ -51,6 +54,7 @@ from .options import (
     UseLlm,
 )
 from .progress import Tracker
+from .project import print_model
 
 
 def goal_table(report: FillReport) -> Table:
@@ -82,6 +86,10 @@ def fill_json(report: FillReport) -> dict[str, Any]:
         "proved": report.proved,
         "errors": report.errors,
         "goals": len(report.goals),
+        "unchecked_files": [str(f.path) for f in report.unchecked],
+        "build": report.build,
+        "build_failures": report.build_failures,
+        "next_steps": report.next_steps,
         "cpu_seconds": round(report.cpu_seconds, 3),
         "wall_seconds": round(report.wall_seconds, 3),
         "files": [
@@ -168,8 +176,20 @@ def fill_command(
     use_llm: UseLlm = None,
     llm_budget_usd: LlmBudget = None,
     strict_holes: StrictHoles = None,
+    build: BuildCommand = None,
 ) -> None:
-    """Find holes, search proofs, verify each file, and write verified proofs back."""
+    """Find holes, search proofs, verify each file, and write verified proofs back.
+
+    Before the search, the files that the files with holes import are compiled in
+    dependency order with the project's flags (_CoqProject, dune, lakefile) into
+    .orch/build, or by --build. --dry-run also prints the project's files in
+    dependency order and what is built.
+
+    Exit status: 0 every file with holes was checked (whatever was proved); 1 the
+    run failed (a broken ledger or prover); 2 bad input (a missing path, an unreadable
+    file, a bad setting, no prover); 3 some file with holes could not be checked (a
+    file it imports could not be built, or it does not compile); 130 interrupted.
+    """
     check_inputs(paths)
     repo: GitRepo | None = None
     if git:
@@ -193,13 +213,22 @@ def fill_command(
         prioritize=frozenset(prioritize or ()),
         weights=weights,
     )
+    if dry_run and not as_json:
+        _print_projects(paths, settings.build)
     ledger = open_ledger(db, paths[0])
     try:
         tracker = Tracker("fill")
         # stdout carries only the result (libraries such as Ray print worker notices there)
         with tracker.live(), contextlib.redirect_stdout(sys.stderr):
             report = run_command(
-                fill(paths, ledger, options, on_goal=tracker.goal, on_files=tracker.files)
+                fill(
+                    paths,
+                    ledger,
+                    options,
+                    on_goal=tracker.goal,
+                    on_files=tracker.files,
+                    on_build=tracker.build.step,
+                )
             )
     except OrchError as exc:
         raise fail(str(exc)) from exc
@@ -222,6 +251,7 @@ def fill_command(
             ]
         out.print_json(json.dumps(result))
         exit_if_unreadable(report.files)
+        _exit_if_unchecked(report, quiet=True)
         return
     for b in branches:
         out.print(
@@ -231,7 +261,12 @@ def fill_command(
     out.print(goal_table(report))
     for f in report.files:
         if f.status not in (FileStatus.DONE, FileStatus.UNREADABLE):
-            out.print(f"[red]{f.path}[/]: {f.status.value}. {f.message[:500]}")
+            out.print(
+                f"{f.path}: {f.status.value}: {f.message[:500]}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
     if repo is not None and not dry_run:
         files_note = f"{len(branches)} branch(es) made, working tree unchanged"
     elif dry_run:
@@ -244,6 +279,39 @@ def fill_command(
         f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall; ledger {ledger.url}"
     )
     exit_if_unreadable(report.files)
+    _exit_if_unchecked(report)
+
+
+def _print_projects(paths: list[Path], build: str) -> None:
+    """``--dry-run``: each project's files in dependency order, and what is built."""
+    seen: set[Path] = set()
+    for path in paths:
+        try:
+            builders = project_builders(path.resolve(), build)
+            models = [b.model() for b in builders]
+        except OrchError as exc:
+            console.print(f"[yellow]cannot read the project of {path}: {exc}[/]")
+            continue
+        for model in models:
+            if model.root not in seen:
+                seen.add(model.root)
+                print_model(model, out)
+
+
+def _exit_if_unchecked(report: FillReport, *, quiet: bool = False) -> None:
+    """Exit 3 when a file with holes could not be checked; the last line says what to do."""
+    unchecked = report.unchecked
+    if not unchecked:
+        return
+    if not quiet:
+        steps = report.next_steps or [
+            f"{len(unchecked)} file(s) could not be checked: fix "
+            + ", ".join(f.message.split(": ", 1)[0] for f in unchecked[:3])
+            + ", then run orch fill again"
+        ]
+        for step in steps:
+            out.print(f"next: {step}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(EXIT_NOT_CHECKED)
 
 
 def bg_command(

@@ -72,4 +72,12 @@ StrictHoles = Annotated[
         "instead of writing it closed modulo them [ORCH_STRICT_HOLES, off]",
     ),
 ]
+BuildCommand = Annotated[
+    str | None,
+    typer.Option(
+        "--build",
+        help="the project's own build command, e.g. 'make -j2', run in its root before the "
+        "search instead of orch compiling what the files need into .orch/build [ORCH_BUILD]",
+    ),
+]
 LedgerOpt = Annotated[str | None, typer.Option("--db", help="ledger URL or SQLite path")]

@@ -20,6 +20,7 @@ from rich.progress import (
 from rich.table import Table
 
 from ..goals import Outcome
+from ..provers.build import BuildStep
 from ..run.pipeline import GoalReport
 from ..workflows.evaluate import GoalRow
 from .common import console
@@ -46,6 +47,33 @@ def live_view(view: Any) -> Iterator[Live]:
         console.line()  # Rich leaves the last line of a non-terminal render open
 
 
+class BuildProgress:
+    """The build's bar: files compiled of those to compile, the one under way."""
+
+    def __init__(self, progress: Progress | None = None) -> None:
+        self.progress = progress or Progress(
+            TextColumn("[bold]build"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[file]}"),
+            TimeElapsedColumn(),
+        )
+        self.task: Any = None
+
+    def __rich__(self) -> Any:
+        return self.progress.get_renderable() if self.task is not None else Group()
+
+    def step(self, step: BuildStep) -> None:
+        if self.task is None:
+            self.task = self.progress.add_task("build", total=step.total, file="")
+        self.progress.update(
+            self.task,
+            total=max(step.total, step.index),
+            completed=step.index if step.done else step.index - 1,
+            file=("" if step.ok else "[red]failed: [/]") + step.path.name,
+        )
+
+
 class Tracker:
     """Live terminal view: a progress bar with ETA and a table of wins per strategy."""
 
@@ -56,6 +84,8 @@ class Tracker:
         self.expected = 0
         self.wins: dict[str, int] = {}
         self.cpu: dict[str, float] = {}
+        #: the build before the search (shown once it starts)
+        self.build = BuildProgress()
 
     def files(self, files: list[tuple[Path, int]]) -> None:
         """Add a run's holes to the total (bank rounds and executor comparisons run several)."""
@@ -76,7 +106,7 @@ class Tracker:
             table.add_column(column)
         for name in sorted(self.cpu, key=lambda n: -self.wins.get(n, 0)):
             table.add_row(name, str(self.wins.get(name, 0)), f"{self.cpu[name]:.1f}")
-        return Group(self.progress.get_renderable(), table)
+        return Group(self.build, self.progress.get_renderable(), table)
 
     def live(self) -> contextlib.AbstractContextManager[Live]:
         return live_view(self)

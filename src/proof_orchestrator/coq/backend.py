@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Hashable, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from ..errors import OrchError
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
+from .build import CoqBuilder
 from .project import CoqProject, load_coqproject, project_for
 from .script import check_script
 from .session import CoqProver
@@ -41,17 +43,25 @@ class CoqTools:
         )
         hammer_environment()  # the provers started here find CoqHammer's ATP helpers
         self.project = project
-        self.prover = CoqProver(
-            project.flags, cwd=str(project.root), settings=coq, throttle=throttle
-        )
-        self.verifier = CoqVerifier(
-            project.flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop
-        )
+        #: builds what the files need into .orch/build (or runs the user's build command)
+        self.builder = CoqBuilder(project, coqc=coq.coqc, command=settings.build_command)
+        # the project's load path, then its .orch/build mirror (which wins where both have a .vo)
+        flags = self.builder.flags
+        self.prover = CoqProver(flags, cwd=str(project.root), settings=coq, throttle=throttle)
+        self.verifier = CoqVerifier(flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop)
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.CoqHole):
             raise TypeError("a Coq project got a hole of another language")
-        return self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+        return self._session(hole, text)
+
+    @contextlib.asynccontextmanager
+    async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[Any]:
+        await self.builder.settled()  # no session loads the .vo files a rebuild is replacing
+        async with self.prover.session(
+            hole.goal, text, hole.prefix_end, hole.statement_start
+        ) as session:
+            yield session
 
     @staticmethod
     def gate(sentences: Sequence[str]) -> tuple[str, ...]:
@@ -103,13 +113,23 @@ class CoqBackend:
         return list(load_coqproject(path).files) if path.name == "_CoqProject" else None
 
     def project_key(self, path: Path) -> Hashable:
-        return ("coq", *project_for(path).flags)
+        project = project_for(path)
+        # a described project is one root (its .orch/build); loose files share one set of tools
+        root = str(project.root) if project.coqproject is not None else ""
+        return ("coq", root, *project.flags)
 
     def project_root(self, path: Path) -> Path:
         return project_for(path).root
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> CoqTools:
         return CoqTools(project_for(path), settings, throttle)
+
+    @staticmethod
+    def builder(path: Path, command: str = "") -> CoqBuilder | None:
+        """The builder of the project ``path`` is in (None outside a ``_CoqProject`` or dune
+        project): ``orch info``'s model."""
+        project = project_for(path)
+        return CoqBuilder(project, command=command) if project.coqproject is not None else None
 
     def strategies(self, inputs: LineupInputs) -> list[Strategy]:
         """Profile 0: quick tactics. 1 (the default): best-first search with the k-NN

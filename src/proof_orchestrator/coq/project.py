@@ -1,12 +1,43 @@
-"""Reading a Coq project's layout: the ``_CoqProject`` file and its flags."""
+"""Reading a Coq project's layout as its build tool does: ``_CoqProject`` or dune.
+
+* ``_CoqProject``: ``-R dir Name``, ``-Q dir Name``, ``-I dir``, ``-arg "..."``
+  and the ``.v`` files it lists (comments start with ``#``).
+* dune: a ``dune-project`` at the root and, in any folder below it, a ``dune``
+  file with a ``(coq.theory (name X) ...)`` stanza: that folder is mapped as
+  ``-Q folder X`` (its subfolders too with ``(include_subdirs qualified)``),
+  and the stanza's ``(flags ...)`` other than ``:standard`` are passed on.
+
+The nearest ``_CoqProject`` wins over a ``dune-project`` in the same folder
+or above it (editors read ``_CoqProject``; a project with both keeps them in
+step).
+"""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["CoqProject", "find_coqproject", "load_coqproject", "project_for"]
+import sexpdata
+
+__all__ = [
+    "CoqProject",
+    "find_coqproject",
+    "load_coqproject",
+    "load_dune_project",
+    "project_for",
+]
+
+#: what sexpdata raises on a malformed file (an unclosed string ends in AttributeError)
+_SEXP_ERRORS = (
+    sexpdata.ExpectClosingBracket,
+    sexpdata.ExpectNothing,
+    sexpdata.ExpectSExp,
+    AttributeError,
+)
+#: folders never searched for a dune project's sources
+_SKIPPED = frozenset({"_build", "_opam", "node_modules"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,23 +46,42 @@ class CoqProject:
 
     ``flags`` holds ``-Q``/``-R``/``-I`` pairs with absolute directories and
     the options given through ``-arg``; ``files`` lists the ``.v`` files the
-    ``_CoqProject`` names (empty when there is no ``_CoqProject``).
+    project names (empty when there is no project description).
     """
 
     root: Path
     flags: tuple[str, ...] = ()
     files: tuple[Path, ...] = field(default=())
+    #: the file that describes the project (``_CoqProject`` or ``dune-project``)
     coqproject: Path | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.coqproject is None:
+            return "none"
+        return "dune" if self.coqproject.name == "dune-project" else self.coqproject.name
+
+    def mappings(self) -> list[tuple[str, Path, str]]:
+        """The ``(-Q or -R, folder, logical prefix)`` triples of :attr:`flags`."""
+        return [
+            (flag, Path(self.flags[i + 1]), self.flags[i + 2])
+            for i, flag in enumerate(self.flags[:-2])
+            if flag in ("-Q", "-R")
+        ]
+
+
+def _nearest(start: Path, name: str) -> Path | None:
+    here = start if start.is_dir() else start.parent
+    for folder in (here, *here.parents):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def find_coqproject(start: Path) -> Path | None:
     """The nearest ``_CoqProject`` in ``start`` or one of its parents."""
-    here = start if start.is_dir() else start.parent
-    for folder in (here, *here.parents):
-        candidate = folder / "_CoqProject"
-        if candidate.is_file():
-            return candidate
-    return None
+    return _nearest(start, "_CoqProject")
 
 
 def load_coqproject(path: Path) -> CoqProject:
@@ -64,10 +114,78 @@ def load_coqproject(path: Path) -> CoqProject:
     return CoqProject(root=root, flags=tuple(flags), files=tuple(files), coqproject=path)
 
 
+def _atoms(form: list[object]) -> list[str]:
+    """The atoms of a form as strings (a symbol is a ``str`` already; lists are left out)."""
+    return [str(x) for x in form if not isinstance(x, list)]
+
+
+def _fields(stanza: list[object]) -> dict[str, list[object]]:
+    """``(coq.theory (name X) (flags a b))`` -> ``{"name": ["X"], "flags": ["a", "b"]}``."""
+    found: dict[str, list[object]] = {}
+    for item in stanza[1:]:
+        if isinstance(item, list) and item and isinstance(item[0], sexpdata.Symbol):
+            found[str(item[0])] = item[1:]
+    return found
+
+
+def _dune_files(root: Path) -> Iterator[Path]:
+    for path in sorted(root.rglob("dune")):
+        parts = path.relative_to(root).parts[:-1]
+        if path.is_file() and not any(p.startswith(".") or p in _SKIPPED for p in parts):
+            yield path
+
+
+def load_dune_project(path: Path) -> CoqProject:
+    """The Coq theories of the dune project whose ``dune-project`` is ``path``."""
+    root = path.parent.resolve()
+    flags: list[str] = []
+    files: list[Path] = []
+    seen: list[list[str]] = []
+    for dune in _dune_files(root):
+        try:
+            forms = sexpdata.parse(dune.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, *_SEXP_ERRORS):
+            continue  # a dune file that cannot be read describes no theory we could use
+        stanzas = [f for f in forms if isinstance(f, list) and f]
+        heads = {str(f[0]): f for f in stanzas if isinstance(f[0], sexpdata.Symbol)}
+        theory = heads.get("coq.theory")
+        if theory is None:
+            continue
+        fields = _fields(theory)
+        name = _atoms(fields.get("name", []))
+        if not name:
+            continue
+        folder = dune.parent.resolve()
+        flags += ["-Q", str(folder), name[0]]
+        extra = [a for a in _atoms(fields.get("flags", [])) if a != ":standard"]
+        if extra and extra not in seen:  # one set of flags for the project: each once
+            seen.append(extra)
+            flags += extra
+        subdirs = heads.get("include_subdirs")
+        recursive = subdirs is not None and _atoms(subdirs[1:]) == ["qualified"]
+        found = folder.rglob("*.v") if recursive else folder.glob("*.v")
+        files += sorted(
+            p.resolve()
+            for p in found
+            if not any(q.startswith(".") or q in _SKIPPED for q in p.relative_to(folder).parts[:-1])
+        )
+    return CoqProject(root=root, flags=tuple(flags), files=tuple(files), coqproject=path)
+
+
 def project_for(path: Path) -> CoqProject:
     """The project that ``path`` (a file or directory) belongs to."""
-    found = find_coqproject(path.resolve())
-    if found is not None:
-        return load_coqproject(found)
-    root = path.resolve() if path.is_dir() else path.resolve().parent
+    start = path.resolve()
+    coqproject = find_coqproject(start)
+    dune = _nearest(start, "dune-project")
+    # a dune project nearer than the nearest _CoqProject (or alone) describes the file
+    nearer = dune is not None and (
+        coqproject is None or len(dune.parent.resolve().parts) > len(coqproject.parent.parts)
+    )
+    if dune is not None and nearer:
+        project = load_dune_project(dune)
+        if project.flags:
+            return project
+    if coqproject is not None:
+        return load_coqproject(coqproject)
+    root = start if start.is_dir() else start.parent
     return CoqProject(root=root)

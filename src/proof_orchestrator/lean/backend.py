@@ -12,6 +12,7 @@ from ..errors import OrchError
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
+from .project import LakeBuilder, find_lakefile
 from .script import check_lean_script
 from .session import LeanProject, LeanProver
 from .strategies.knn import LeanModels
@@ -34,6 +35,11 @@ class LeanTools:
         self.project = project
         self.prover = LeanProver(project, lean, throttle=throttle)
         self.verifier = LeanVerifier(project, lean)
+        lakefile = find_lakefile(project.root) if project.lake else None
+        #: ``lake build`` of what the files import (None outside a Lake project)
+        self.builder = (
+            LakeBuilder(lakefile, command=settings.build_command) if lakefile is not None else None
+        )
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.LeanHole):
@@ -88,6 +94,12 @@ class LeanBackend:
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> LeanTools:
         return LeanTools(LeanProject.for_file(path), settings, throttle)
+
+    @staticmethod
+    def builder(path: Path, command: str = "") -> LakeBuilder | None:
+        """The Lake project ``path`` is in (None outside one): ``orch info``'s model."""
+        lakefile = find_lakefile(path.resolve())
+        return LakeBuilder(lakefile, command=command) if lakefile is not None else None
 
     def strategies(self, inputs: LineupInputs) -> list[Strategy]:
         """Profile 0: ``lean-quick``; 1 and above: best-first ``lean-search`` too."""

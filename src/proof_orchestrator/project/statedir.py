@@ -29,10 +29,12 @@ from pathlib import Path
 import psutil
 
 __all__ = [
+    "BUILD_DIR",
     "MIN_FREE_BYTES",
     "SCRATCH_DIR",
     "STATE_DIR",
     "ScratchFolder",
+    "build_root",
     "in_state_dir",
     "make_state_dir",
     "new_scratch",
@@ -45,6 +47,8 @@ __all__ = [
 STATE_DIR = ".orch"
 #: the folder inside :data:`STATE_DIR` that holds scratch folders
 SCRATCH_DIR = "tmp"
+#: the folder inside :data:`STATE_DIR` that holds what orch compiles of a project
+BUILD_DIR = "build"
 #: below this many free bytes on the project's disk, scratch folders go to the system temp folder
 MIN_FREE_BYTES = 256 * 1024**2
 #: a scratch folder's name: its kind, the pid of the process that made it, 8 random hex digits
@@ -75,6 +79,12 @@ def make_state_dir(folder: Path) -> Path:
 def in_state_dir(path: str | Path) -> bool:
     """Is ``path`` inside some ``.orch`` folder (state and scratch files, never the user's)?"""
     return STATE_DIR in Path(path).parts
+
+
+def build_root(project_root: Path) -> Path:
+    """Where orch compiles a project's files, ``<project>/.orch/build`` (the user's tree
+    mirrored: ``theories/x.v`` is compiled to ``.orch/build/theories/x.vo``)."""
+    return project_root / STATE_DIR / BUILD_DIR
 
 
 def scratch_root(project_root: Path) -> Path:

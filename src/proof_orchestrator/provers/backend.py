@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from ..goals import Goal
 from ..strategies.base import Strategy
 from .base import Verifier
+from .build import ProjectBuilder
 from .settings import CoqSettings, LeanSettings
 
 __all__ = [
@@ -67,6 +68,10 @@ class ProjectTools(Protocol):
     def verifier(self) -> Verifier:
         """The project's whole-file verifier."""
 
+    @property
+    def builder(self) -> ProjectBuilder | None:
+        """Builds what the project's files need before they are checked (None: nothing to do)."""
+
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         """A session at ``hole`` of ``text`` (the file's current content)."""
 
@@ -96,6 +101,8 @@ class ToolSettings:
     sessions: int = 3
     #: address-space cap of one prover process, MiB (None: the backend's default)
     memory_mb: int | None = None
+    #: the user's build command (``make -j2``); empty: the backend builds into ``.orch/build``
+    build_command: str = ""
     coq: CoqSettings = field(default_factory=CoqSettings)
     lean: LeanSettings = field(default_factory=LeanSettings)
 
@@ -151,6 +158,10 @@ class Backend(Protocol):
 
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         """The prover's version (for the ledger), for ``files`` of this language."""
+
+    def builder(self, path: Path, command: str = "") -> ProjectBuilder | None:
+        """The builder of the project ``path`` belongs to (``orch info``), None when ``path``
+        is in no project this backend reads (a ``_CoqProject``, dune, a ``lakefile``)."""
 
     def feature(self, name: str) -> Any:
         """An optional ability (``evaluation``, ``golf``, ``tickets``, ``context``)."""

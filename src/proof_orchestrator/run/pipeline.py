@@ -48,10 +48,12 @@ from ..backends import (
 from ..errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
+from ..provers.build import BuildFailure, StepCallback
 from ..scheduler.governor import CpuGovernor
 from ..search.features import nearest_first
 from ..strategies.base import Strategy
 from .attempts import FileState, GoalItem
+from .building import build_needed, explain_failure
 from .executors import AttemptRequest, RayExecutor
 from .lineup import build_lineup
 from .live import LivePublisher
@@ -152,8 +154,13 @@ async def fill(
     on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
     governor: CpuGovernor | None = None,
     on_write: Callable[[Path, str], None] | None = None,
+    on_build: StepCallback | None = None,
 ) -> FillReport:
-    """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything."""
+    """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything.
+
+    First the files that the files with holes import are built (``on_build`` sees
+    each step); ``on_files`` then gets the files whose holes are searched (those
+    that could be checked), and ``on_goal`` each of their goals as it ends."""
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
@@ -162,8 +169,6 @@ async def fill(
     report = FillReport()
     started = time.monotonic()
     scanned = scan(files)
-    if on_files is not None:
-        on_files([(path, len(holes)) for path, _, holes, _ in scanned])
 
     sessions = options.orch.max_light + options.orch.max_heavy
     governor = governor or CpuGovernor.for_settings(options.orch, sessions)
@@ -204,7 +209,12 @@ async def fill(
             sampler = group.create_task(governor.run(), name="cpu-governor")
             live = group.create_task(publisher.run(), name="live-publisher")
             try:
-                await _plan(run, scanned, tools, sessions)
+                targets = [path for path, text, holes, _ in scanned if text is not None and holes]
+                blocked = await build_needed(targets, tools, report, on_build)
+                await _plan(run, scanned, tools, blocked)
+                if on_files is not None:  # the goals searched: those of files that were checked
+                    queued = [f for f in report.files if f.status is FileStatus.INTERRUPTED]
+                    on_files([(f.path, len(f.goals)) for f in queued if f.goals])
                 async with asyncio.TaskGroup() as workers:
                     for index in range(max(1, options.orch.max_light)):
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
@@ -298,10 +308,13 @@ async def _versions(files: Sequence[Path], options: FillOptions) -> str:
     return "; ".join(versions)
 
 
-async def _plan(run: GoalRun, scanned: list[Scanned], tools: Toolbox, sessions: int) -> None:
-    """Check that each file compiles, and queue its goals."""
+async def _plan(
+    run: GoalRun, scanned: list[Scanned], tools: Toolbox, blocked: dict[Path, BuildFailure]
+) -> None:
+    """Check that each file compiles, and queue its goals (a file whose imports could
+    not be built is not checked, nor one that does not compile: their goals are
+    reported, not counted as attempted)."""
     report = run.report
-    run.live.total = sum(len(holes) for _, _, holes, _ in scanned)
     for path, text, holes, error in scanned:
         if text is None:
             report.files.append(FileReport(path, FileStatus.UNREADABLE, message=error))
@@ -312,23 +325,28 @@ async def _plan(run: GoalRun, scanned: list[Scanned], tools: Toolbox, sessions: 
         project_tools = tools.for_path(path)
         file_report = FileReport(path, FileStatus.INTERRUPTED, original_text=text)
         report.files.append(file_report)
-        try:
-            async with run.governor.slot():
-                compiles, output = await project_tools.verifier.compiles(path, text)
-            status, why = FileStatus.DOES_NOT_COMPILE, "file does not compile"
-        except ProverNotFound as exc:
-            compiles, output = False, str(exc)
-            status, why = FileStatus.NO_PROVER, "prover not installed"
+        failure = blocked.get(path)
+        if failure is not None:
+            compiles, output = (
+                False,
+                f"needs {failure.one_line(backend_for(path).project_root(path))}",
+            )
+            status, why = FileStatus.NOT_BUILT, "a file it imports could not be built"
+        else:
+            try:
+                async with run.governor.slot():
+                    compiles, output = await project_tools.verifier.compiles(path, text)
+                status, why = FileStatus.DOES_NOT_COMPILE, "file does not compile"
+                output = output if compiles else explain_failure(project_tools, path, output)
+            except ProverNotFound as exc:
+                compiles, output = False, str(exc)
+                status, why = FileStatus.NO_PROVER, "prover not installed"
         if not compiles:
-            run.live.done += len(holes)
             file_report.status = status
-            file_report.message = output.strip()[-1500:]
-            for hole in holes:
-                goal_report = GoalReport(hole.goal, Outcome.ERROR, message=why)
-                file_report.goals.append(goal_report)
-                if run.on_goal:
-                    run.on_goal(goal_report)
+            file_report.message = output.strip()
+            file_report.goals += [GoalReport(h.goal, Outcome.ERROR, message=why) for h in holes]
             continue
+        run.live.total += len(holes)
         state = FileState(path, text, project_tools, file_report, pending=len(holes), holes=holes)
         for hole in holes:
             goal_report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)

@@ -15,6 +15,7 @@ from ..provers.settings import CoqSettings, LeanSettings
 __all__ = [
     "CANDIDATE_REPLAY",
     "LEDGER_REPLAY",
+    "UNCHECKED",
     "Candidate",
     "FileReport",
     "FileStatus",
@@ -46,6 +47,12 @@ class FileStatus(enum.StrEnum):
     NO_PROVER = "no_prover"
     #: writing the proofs failed (disk full, I/O error); the file is unchanged
     WRITE_FAILED = "write_failed"
+    #: a file it imports could not be built; not checked
+    NOT_BUILT = "not_built"
+
+
+#: a file with holes in one of these was not checked (``orch fill`` exits 3)
+UNCHECKED = frozenset({FileStatus.DOES_NOT_COMPILE, FileStatus.NOT_BUILT, FileStatus.NO_PROVER})
 
 
 @dataclass(slots=True)
@@ -93,6 +100,17 @@ class FillReport:
     live_publisher: dict[str, float] = field(default_factory=dict)
     #: per Ray node: attempts, warm share, prover CPU, lost (the Ray executor only)
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: the build before the search: files built, reused, failed; its CPU and wall seconds
+    build: dict[str, float] = field(default_factory=dict)
+    #: one line per file that could not be built: ``theories/x.v:12: error: ...``
+    build_failures: list[str] = field(default_factory=list)
+    #: what the user should run or fix, one sentence per project that needs it
+    next_steps: list[str] = field(default_factory=list)
+
+    @property
+    def unchecked(self) -> list[FileReport]:
+        """Files with holes that could not be checked (not built, not compiling, no prover)."""
+        return [f for f in self.files if f.status in UNCHECKED]
 
     @property
     def goals(self) -> list[GoalReport]:
@@ -161,4 +179,6 @@ def summarize(report: FillReport) -> dict[str, object]:
         "wall_seconds": round(report.wall_seconds, 3),
         "interrupted": report.interrupted,
         "per_strategy": per_strategy,
+        "build": report.build,
+        "unchecked_files": len(report.unchecked),
     }

@@ -23,6 +23,7 @@ def tool_settings(options: FillOptions) -> ToolSettings:
     return ToolSettings(
         sessions=options.orch.max_light + options.orch.max_heavy,
         memory_mb=options.orch.prover_memory_mb,
+        build_command=options.orch.build,
         coq=options.coq,
         lean=options.lean,
     )

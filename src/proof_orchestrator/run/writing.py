@@ -82,7 +82,11 @@ async def verify_and_write(
     leave the file untouched; the proofs stay in the ledger, not written.
     ``holes`` are the holes of ``text`` as the run scanned them (scanned here
     when needed and not given); ``strict_holes`` refuses proofs that rest on holes.
+    A file it imports that changed since it was built (a proof was written into
+    it) is rebuilt first, with the files between them.
     """
+    if tools.builder is not None:
+        await tools.builder.refresh(path)
     accepted = await verify_candidates(
         path,
         text,

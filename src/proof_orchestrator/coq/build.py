@@ -1,0 +1,582 @@
+"""Building a Coq project's files before a run: the file graph, ``.orch/build``, errors.
+
+The graph comes from ``coqdep`` run with the project's ``-Q``/``-R``/``-I``
+flags. A file's compiled form is looked for in two places:
+
+* ``.orch/build/<the file's path>.vo``, where orch compiles
+  (``coqc <flags> -o .orch/build/theories/x.vo theories/x.v``): up to date
+  when ``.orch/build/manifest.json`` holds the SHA-256 of the source it was
+  built from and the stamps (size, mtime) of the ``.vo`` files it was built
+  against, and these are still the ones on disk;
+* the user's own ``theories/x.vo`` (``make`` put it there): up to date when it
+  is newer than its source and every dependency it needs is the user's and
+  older, as ``make`` would judge.
+
+Each ``-Q``/``-R`` folder under the root is mapped a second time, to its
+mirror in ``.orch/build``, after the project's own: Coq's later binding wins,
+so a ``.vo`` orch built shadows a stale one in the user's tree (and one of
+orch's is removed when the user's is the one up to date). Nothing is written
+outside ``.orch/``. With a build command of the user's (``--build "make
+-j2"``), that command builds instead and the user's tree is the only place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import graphlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ProverError
+from ..project.statedir import build_root, make_state_dir
+from ..provers.build import (
+    BuildFailure,
+    BuildResult,
+    BuildStep,
+    FileBuild,
+    ProjectFile,
+    ProjectModel,
+    StepCallback,
+)
+from ..provers.process import resolve, run_command
+from .project import CoqProject
+
+__all__ = ["CoqBuilder", "first_error", "parse_coqdep"]
+
+#: the header of one message of coqc: ``File "./theories/x.v", line 12, characters 0-5:``
+_HEADER = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+), characters [^\n]*:\s*$', re.M)
+#: folders never searched for sources
+_SKIPPED = frozenset({"_build", "_opam", "node_modules"})
+_MANIFEST = "manifest.json"
+#: the longest error message kept (a type error can print pages)
+_MESSAGE_CAP = 400
+
+
+def first_error(output: str) -> tuple[str | None, int | None, str]:
+    """The first real error in ``coqc`` output: (its file, its line, its message on one line).
+
+    Warnings (``Warning: ...`` after a ``File`` header) are skipped, however
+    many. Without any ``Error`` the last non-blank line stands for the error.
+    """
+    headers = list(_HEADER.finditer(output))
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(output)
+        body = output[header.end() : end].strip()
+        if body.startswith("Error"):
+            message = " ".join(body.removeprefix("Error:").split())
+            return header["file"], int(header["line"]), _cap(message)
+    found = re.search(r"^Error:?(.*)", output, re.M | re.S)
+    if found:
+        return None, None, _cap(" ".join(found.group(1).split()))
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return None, None, _cap(lines[-1] if lines else "failed without a message")
+
+
+def _cap(message: str) -> str:
+    return message if len(message) <= _MESSAGE_CAP else message[: _MESSAGE_CAP - 1] + "…"
+
+
+def parse_coqdep(output: str) -> dict[Path, set[Path]]:
+    """``x.vo x.glob ...: x.v y.vo`` lines -> {x.v: {y.v}} (``.vio`` lines ignored)."""
+    graph: dict[Path, set[Path]] = {}
+    for line in output.splitlines():
+        targets, colon, sources = line.partition(": ")
+        if not colon or not targets.split() or not targets.split()[0].endswith(".vo"):
+            continue
+        words = sources.split()
+        if not words or not words[0].endswith(".v"):
+            continue
+        source = Path(words[0]).resolve()
+        graph.setdefault(source, set()).update(
+            Path(w).with_suffix(".v").resolve() for w in words[1:] if w.endswith(".vo")
+        )
+    return graph
+
+
+def _stamp(path: Path) -> str | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return f"{stat.st_size}:{stat.st_mtime_ns}"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(slots=True)
+class _Choice:
+    """The compiled form chosen for one file and whether it is up to date."""
+
+    state: FileBuild
+    output: Path
+    #: the output is the user's (``theories/x.vo``), not orch's
+    users: bool = False
+
+
+class CoqBuilder:
+    """The :class:`~..provers.build.ProjectBuilder` of one Coq project."""
+
+    def __init__(
+        self,
+        project: CoqProject,
+        *,
+        coqc: str = "coqc",
+        coqdep: str = "coqdep",
+        command: str = "",
+        timeout: float = 3600.0,
+    ) -> None:
+        self.project = project
+        self.root = project.root
+        self.build_dir = build_root(project.root)
+        self.coqc = coqc
+        self.coqdep = coqdep
+        #: the user's build command (empty: orch builds into .orch/build)
+        self.command = command.strip()
+        self.timeout = timeout
+        self._lock = asyncio.Lock()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._graph: dict[Path, set[Path]] | None = None
+
+    # -- the load path ------------------------------------------------------------------
+
+    def mirror(self, folder: Path) -> Path | None:
+        """``folder``'s twin in ``.orch/build`` (None for a folder outside the root)."""
+        folder = folder.resolve()
+        if not folder.is_relative_to(self.root):
+            return None
+        return self.build_dir / folder.relative_to(self.root)
+
+    def output_of(self, source: Path) -> Path | None:
+        mirrored = self.mirror(source.parent)
+        return None if mirrored is None else mirrored / source.with_suffix(".vo").name
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """The project's flags, then each of its folders mapped again to its mirror (made
+        now, so that ``coqc`` and ``coqtop`` find it)."""
+        if self.command:
+            return self.project.flags
+        extra: list[str] = []
+        for flag, folder, name in self.project.mappings():
+            mirrored = self.mirror(folder)
+            if mirrored is not None:
+                make_state_dir(mirrored)
+                extra += [flag, str(mirrored), name]
+        return (*self.project.flags, *extra)
+
+    def _path_flags(self) -> list[str]:
+        """Only the ``-Q``/``-R``/``-I`` flags (what ``coqdep`` takes)."""
+        flags = self.project.flags
+        kept: list[str] = []
+        i = 0
+        while i < len(flags):
+            if flags[i] in ("-Q", "-R") and i + 2 < len(flags):
+                kept += flags[i : i + 3]
+                i += 3
+            elif flags[i] == "-I" and i + 1 < len(flags):
+                kept += flags[i : i + 2]
+                i += 2
+            else:
+                i += 1
+        return kept
+
+    # -- the model ----------------------------------------------------------------------
+
+    def sources(self) -> list[Path]:
+        """The project's ``.v`` files: those it lists, else every one in its mapped folders."""
+        if self.project.files:
+            return [p for p in self.project.files if p.is_file()]
+        found: set[Path] = set()
+        for _, folder, _ in self.project.mappings():
+            if not folder.is_dir() or not folder.resolve().is_relative_to(self.root):
+                continue
+            for path in folder.rglob("*.v"):
+                parts = path.relative_to(folder).parts[:-1]
+                if not any(p.startswith(".") or p in _SKIPPED for p in parts):
+                    found.add(path.resolve())
+        return sorted(found)
+
+    def _coqdep_argv(self, sources: Sequence[Path]) -> list[str]:
+        return [self.coqdep, *self._path_flags(), *map(str, sources)]
+
+    def _set_graph(self, sources: Sequence[Path], output: str) -> dict[Path, set[Path]]:
+        listed = set(sources)
+        parsed = parse_coqdep(output)
+        self._graph = {
+            s: {d for d in parsed.get(s, set()) if d in listed and d != s} for s in sources
+        }
+        return self._graph
+
+    def _read_graph(self) -> dict[Path, set[Path]]:
+        sources = self.sources()
+        if not sources:
+            return {}
+        try:
+            run = subprocess.run(
+                [resolve(self.coqdep), *self._coqdep_argv(sources)[1:]],
+                cwd=self.root,
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ProverError(f"coqdep could not read the project at {self.root}: {exc}") from exc
+        return self._set_graph(sources, run.stdout)
+
+    async def _read_graph_async(self) -> dict[Path, set[Path]]:
+        sources = self.sources()
+        if not sources:
+            self._graph = {}
+            return self._graph
+        run = await run_command(self._coqdep_argv(sources), cwd=str(self.root), timeout=600)
+        return self._set_graph(sources, run.output)
+
+    @staticmethod
+    def _order(graph: dict[Path, set[Path]]) -> list[Path]:
+        """Dependency order; on a cycle (coqc would refuse it anyway), the files' order."""
+        try:
+            return list(graphlib.TopologicalSorter(graph).static_order())
+        except graphlib.CycleError:
+            return sorted(graph)
+
+    def logical(self, source: Path) -> str:
+        """The module name of ``source`` (``RegLang.dfa``), from the longest mapping that
+        holds it; its bare stem outside every mapping."""
+        best: tuple[int, str] | None = None
+        for _, folder, name in self.project.mappings():
+            folder = folder.resolve()
+            if source.is_relative_to(folder):
+                rest = source.relative_to(folder).with_suffix("").parts
+                full = ".".join(p for p in (name, *rest) if p)
+                depth = len(folder.parts)
+                if best is None or depth > best[0]:
+                    best = (depth, full)
+        return best[1] if best else source.stem
+
+    def _manifest(self) -> dict[str, dict[str, object]]:
+        try:
+            data = json.loads((self.build_dir / _MANIFEST).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _save_manifest(self, manifest: dict[str, dict[str, object]]) -> None:
+        make_state_dir(self.build_dir)
+        scratch = self.build_dir / f".{_MANIFEST}.{os.getpid()}"
+        scratch.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(scratch, self.build_dir / _MANIFEST)
+
+    def _key(self, source: Path) -> str:
+        return (
+            str(source.relative_to(self.root)) if source.is_relative_to(self.root) else str(source)
+        )
+
+    def _assess(
+        self,
+        source: Path,
+        deps: set[Path],
+        chosen: dict[Path, _Choice],
+        manifest: dict[str, dict[str, object]],
+    ) -> _Choice:
+        """Where ``source``'s up-to-date compiled form is, if anywhere (its deps assessed)."""
+        users = source.with_suffix(".vo")
+        ours = None if self.command else self.output_of(source)
+        deps_fresh = all(chosen[d].state is FileBuild.BUILT for d in deps if d in chosen)
+        if ours is not None and ours.exists():
+            entry = manifest.get(self._key(source), {})
+            fresh = (
+                entry.get("source") == _sha(source)
+                and entry.get("stamp") == _stamp(ours)
+                and entry.get("deps") == self._dep_stamps(deps, chosen)
+            )
+            if fresh and deps_fresh:
+                return _Choice(FileBuild.BUILT, ours)
+        if users.exists():
+            mtime = users.stat().st_mtime_ns
+            own_deps = all(
+                chosen[d].users and chosen[d].output.stat().st_mtime_ns <= mtime
+                for d in deps
+                if d in chosen
+            )
+            if mtime >= source.stat().st_mtime_ns and own_deps and deps_fresh:
+                return _Choice(FileBuild.BUILT, users, users=True)
+        if ours is not None and ours.exists():
+            return _Choice(FileBuild.STALE, ours)
+        if users.exists():
+            return _Choice(FileBuild.STALE, users, users=True)
+        return _Choice(FileBuild.MISSING, ours or users, users=ours is None)
+
+    @staticmethod
+    def _dep_stamps(deps: set[Path], chosen: dict[Path, _Choice]) -> dict[str, str | None]:
+        return {
+            str(chosen[d].output): _stamp(chosen[d].output) for d in sorted(deps) if d in chosen
+        }
+
+    def _assess_all(self, graph: dict[Path, set[Path]]) -> tuple[list[Path], dict[Path, _Choice]]:
+        manifest = self._manifest()
+        order = self._order(graph)
+        chosen: dict[Path, _Choice] = {}
+        for source in order:
+            chosen[source] = self._assess(source, graph.get(source, set()), chosen, manifest)
+        return order, chosen
+
+    def model(self) -> ProjectModel:
+        graph = self._graph if self._graph is not None else self._read_graph()
+        order, chosen = self._assess_all(graph)
+        files = tuple(
+            ProjectFile(
+                path=source,
+                logical=self.logical(source),
+                deps=tuple(sorted(graph.get(source, set()))),
+                state=chosen[source].state,
+                output=chosen[source].output,
+            )
+            for source in order
+        )
+        names = tuple((name, folder) for _, folder, name in self.project.mappings())
+        build = self.command or str(self.build_dir)
+        return ProjectModel(self.root, self.project.kind, names, files, build)
+
+    # -- building -----------------------------------------------------------------------
+
+    async def build(
+        self, targets: Sequence[Path], on_step: StepCallback | None = None
+    ) -> BuildResult:
+        async with self._lock:
+            self._idle.clear()
+            try:
+                graph = await self._read_graph_async()
+                return await self._build(graph, targets, on_step)
+            finally:
+                self._idle.set()
+
+    async def refresh(self, path: Path) -> None:
+        """Rebuild what ``path`` needs that changed since the run's build (a file a proof
+        was written into, and the files between it and ``path``)."""
+        async with self._lock:
+            graph = self._graph if self._graph is not None else await self._read_graph_async()
+            if path.resolve() not in graph:
+                return
+            self._idle.clear()
+            try:
+                await self._build(graph, [path], None)
+            finally:
+                self._idle.set()
+
+    async def settled(self) -> None:
+        """Wait until no rebuild is under way (a session loads a consistent set of ``.vo``)."""
+        await self._idle.wait()
+
+    async def _build(
+        self,
+        graph: dict[Path, set[Path]],
+        targets: Sequence[Path],
+        on_step: StepCallback | None,
+    ) -> BuildResult:
+        started = time.monotonic()
+        result = BuildResult(command=self._suggested_command(), root=self.root)
+        model = ProjectModel(
+            self.root,
+            self.project.kind,
+            files=tuple(
+                ProjectFile(s, "", tuple(graph.get(s, set())), FileBuild.MISSING)
+                for s in self._order(graph)
+            ),
+        )
+        needed = [f.path for f in model.needed_by(targets)]
+        if self.command and needed:
+            await self._run_users_command(graph, needed, result, on_step)
+        else:
+            await self._compile_each(graph, needed, result, on_step)
+        failed = {f.path: f for f in result.failed}
+        for source in [*needed, *(t.resolve() for t in targets)]:
+            cause = next((failed[d] for d in self._closure(graph, source) if d in failed), None)
+            if cause is not None and source not in failed:
+                result.blocked[source] = cause
+        result.wall_seconds = time.monotonic() - started
+        return result
+
+    @staticmethod
+    def _closure(graph: dict[Path, set[Path]], source: Path) -> list[Path]:
+        seen: list[Path] = []
+        stack = list(graph.get(source, set()))
+        while stack:
+            path = stack.pop()
+            if path not in seen:
+                seen.append(path)
+                stack.extend(graph.get(path, set()))
+        return seen
+
+    async def _compile_each(
+        self,
+        graph: dict[Path, set[Path]],
+        needed: list[Path],
+        result: BuildResult,
+        on_step: StepCallback | None,
+    ) -> None:
+        order, first = self._assess_all(graph)
+        manifest = self._manifest()
+        total = sum(1 for p in needed if first[p].state is not FileBuild.BUILT)
+        chosen: dict[Path, _Choice] = {}
+        todo = set(needed)
+        broken: set[Path] = set()
+        for source in order:
+            deps = graph.get(source, set())
+            choice = self._assess(source, deps, chosen, manifest)
+            chosen[source] = choice
+            if source not in todo:
+                continue
+            ours = self.output_of(source)
+            if choice.state is FileBuild.BUILT:
+                result.reused.append(source)
+                if choice.users and ours is not None and ours.exists():
+                    self._remove_ours(source, ours, manifest)  # it would shadow the user's
+                continue
+            if deps & broken:
+                broken.add(source)
+                continue
+            index = len(result.built) + len(result.failed) + 1
+            if on_step is not None:
+                on_step(BuildStep(source, index, total, done=False))
+            if ours is None:
+                failure: BuildFailure | None = BuildFailure(
+                    source, None, "outside the project's root: build it first"
+                )
+            else:
+                failure = await self._compile(source, ours, result)
+            if on_step is not None:
+                on_step(BuildStep(source, index, total, done=True, ok=failure is None))
+            if failure is not None or ours is None:
+                result.failed.append(failure or BuildFailure(source, None, "not built"))
+                broken.add(source)
+                continue
+            manifest[self._key(source)] = {
+                "source": _sha(source),
+                "stamp": _stamp(ours),
+                "deps": self._dep_stamps(deps, chosen),
+            }
+            self._save_manifest(manifest)
+            chosen[source] = _Choice(FileBuild.BUILT, ours)
+            result.built.append(source)
+
+    def _remove_ours(
+        self, source: Path, ours: Path, manifest: dict[str, dict[str, object]]
+    ) -> None:
+        for suffix in (".vo", ".vok", ".vos", ".glob"):
+            with contextlib.suppress(OSError):
+                ours.with_suffix(suffix).unlink()
+        if manifest.pop(self._key(source), None) is not None:
+            self._save_manifest(manifest)
+
+    async def _compile(self, source: Path, ours: Path, result: BuildResult) -> BuildFailure | None:
+        """``coqc`` into a scratch folder, then moved into place at once: a prover loading
+        the old ``.vo`` meanwhile never reads half a file. ``coqc`` names the library
+        by where its output is on the load path, so the scratch folder is mapped to
+        the module's logical folder; the output keeps the source's name, as ``coqc``
+        wants."""
+        make_state_dir(ours.parent)
+        scratch = Path(tempfile.mkdtemp(prefix=".coqc-", dir=self.build_dir))
+        prefix = self.logical(source).rpartition(".")[0]
+        try:
+            run = await run_command(
+                [
+                    self.coqc,
+                    *self.flags,
+                    *("-Q", str(scratch), prefix),
+                    *("-o", str(scratch / ours.name)),
+                    str(source),
+                ],
+                cwd=str(self.root),
+                timeout=self.timeout,
+            )
+            result.cpu_seconds += run.cpu_seconds
+            if run.returncode != 0:
+                file, line, message = first_error(run.output)
+                where = source
+                if file is not None:
+                    where = Path(file) if Path(file).is_absolute() else self.root / file
+                return BuildFailure(where.resolve(), line, message)
+            for suffix in (".vok", ".vos", ".glob", ".vo"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(scratch / ours.with_suffix(suffix).name, ours.with_suffix(suffix))
+            return None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    async def _run_users_command(
+        self,
+        graph: dict[Path, set[Path]],
+        needed: list[Path],
+        result: BuildResult,
+        on_step: StepCallback | None,
+    ) -> None:
+        """The user's build command, once, if anything needed is not up to date; a file
+        still not up to date after it is a failure (with the command's first error)."""
+        _, chosen = self._assess_all(graph)
+        stale = [p for p in needed if chosen[p].state is not FileBuild.BUILT]
+        result.reused += [p for p in needed if p not in stale]
+        if not stale:
+            return
+        if on_step is not None:
+            on_step(BuildStep(stale[0], 1, 1, done=False))
+        run = await run_command(
+            ["sh", "-c", self.command], cwd=str(self.root), timeout=self.timeout
+        )
+        result.cpu_seconds += run.cpu_seconds
+        _, chosen = self._assess_all(graph)
+        file, line, message = first_error(run.output)
+        for source in stale:
+            if chosen[source].state is FileBuild.BUILT:
+                result.built.append(source)
+                continue
+            if any(d in {f.path for f in result.failed} for d in self._closure(graph, source)):
+                continue
+            named = file is not None and (self.root / file).resolve() == source
+            why = message if run.returncode != 0 else f"`{self.command}` did not build it"
+            result.failed.append(BuildFailure(source, line if named else None, why))
+        if on_step is not None:
+            on_step(BuildStep(stale[0], 1, 1, done=True, ok=not result.failed))
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def explain(self, path: Path, output: str) -> str:
+        """``file:line: error: message`` for a failed compilation of ``path`` (its copy
+        in a scratch folder is named as ``path``)."""
+        file, line, message = first_error(output)
+        where = path
+        if file is not None and Path(file).name != path.name:
+            where = (self.root / file).resolve() if not Path(file).is_absolute() else Path(file)
+        return BuildFailure(where, line, f"error: {message}").one_line(self.root)
+
+    def _suggested_command(self) -> str:
+        if self.command:
+            return self.command
+        if self.project.kind == "dune":
+            return "dune build"
+        if self.project.kind == "_CoqProject":
+            return "coq_makefile -f _CoqProject -o CoqMakefile && make -f CoqMakefile"
+        return "coqc"
+
+    def next_step(self, failures: Sequence[BuildFailure]) -> str:
+        if not failures:
+            return ""
+        first = failures[0].one_line(self.root).split(": ", 1)[0]
+        files = f"{len(failures)} file(s) could not be built"
+        return (
+            f"{files}: fix {first} (then run orch again), or build the project yourself "
+            f"(`{self._suggested_command()}`) and pass --build '<that command>'"
+        )
