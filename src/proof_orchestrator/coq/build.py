@@ -500,7 +500,8 @@ class CoqBuilder:
                     *("-o", str(scratch / ours.name)),
                     str(source),
                 ],
-                cwd=str(self.root),
+                # in .orch/build: what coqc leaves in its folder (.lia.cache) stays out of the tree
+                cwd=str(self.build_dir),
                 timeout=self.timeout,
             )
             result.cpu_seconds += run.cpu_seconds
