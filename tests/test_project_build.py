@@ -197,9 +197,7 @@ def test_a_users_build_command_builds_instead(project: Project) -> None:
 
 def test_first_error_skips_warnings(tmp_path: Path) -> None:
     source = tmp_path / "w.v"
-    source.write_text(
-        NOISY + "Lemma z : 1 = 1.\nProof. exact. Qed.\n"
-    )
+    source.write_text(NOISY + "Lemma z : 1 = 1.\nProof. exact. Qed.\n")
     run = subprocess.run(["coqc", str(source)], capture_output=True, text=True, cwd=tmp_path)
     output = run.stdout + run.stderr
     assert "Warning" in output
