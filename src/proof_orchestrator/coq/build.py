@@ -510,7 +510,7 @@ class CoqBuilder:
                 where = source
                 if file is not None:
                     where = Path(file) if Path(file).is_absolute() else self.root / file
-                return BuildFailure(where.resolve(), line, message)
+                return BuildFailure(where.resolve(), line, f"error: {message}")
             for suffix in (".vok", ".vos", ".glob", ".vo"):
                 with contextlib.suppress(FileNotFoundError):
                     os.replace(scratch / ours.with_suffix(suffix).name, ours.with_suffix(suffix))
@@ -547,7 +547,9 @@ class CoqBuilder:
             if any(d in {f.path for f in result.failed} for d in self._closure(graph, source)):
                 continue
             named = file is not None and (self.root / file).resolve() == source
-            why = message if run.returncode != 0 else f"`{self.command}` did not build it"
+            why = (
+                f"error: {message}" if run.returncode != 0 else f"`{self.command}` did not build it"
+            )
             result.failed.append(BuildFailure(source, line if named else None, why))
         if on_step is not None:
             on_step(BuildStep(stale[0], 1, 1, done=True, ok=not result.failed))
