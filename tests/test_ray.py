@@ -89,23 +89,24 @@ def _proved(report: dict[str, object]) -> set[str]:
     return {g["name"] for g in goals if g["outcome"] == "proved"}
 
 
-def _count(db: Path, where: str = "1") -> int:
-    """Attempts in the ledger matching ``where`` (0 while the ledger does not exist yet)."""
+def _count(db: Path, where: str = "1", what: str = "*") -> int:
+    """``count(what)`` of the attempts matching ``where`` (0 before the ledger exists)."""
     if not db.exists():
         return 0
     try:
         with sqlite3.connect(db) as connection:
-            (count,) = connection.execute(f"SELECT count(*) FROM attempts WHERE {where}").fetchone()
+            query = f"SELECT count({what}) FROM attempts WHERE {where}"
+            (count,) = connection.execute(query).fetchone()
     except sqlite3.OperationalError:
         return 0
     return int(count)
 
 
 def _wait_for_attempts(
-    db: Path, run: subprocess.Popen[str], at_least: int, where: str = "1"
+    db: Path, run: subprocess.Popen[str], at_least: int, where: str = "1", what: str = "*"
 ) -> None:
     deadline = time.monotonic() + 300
-    while _count(db, where) < at_least:
+    while _count(db, where, what) < at_least:
         if run.poll() is not None or time.monotonic() > deadline:
             run.kill()
             _, err = run.communicate()
@@ -256,7 +257,9 @@ def test_a_driver_killed_mid_run_resumes_from_the_ledger_without_searching_again
     db = tmp_path / "ledger.db"
     args = ("--profile", "0", "--executor", "ray", "--ray-address", ray_cluster)
     first = _fill(folder, db, *args)
-    _wait_for_attempts(db, first, 12, "outcome = 'candidate'")
+    # two holes can share a statement (one fingerprint), and a goal can have more than one
+    # candidate row: wait for distinct fingerprints, which is what is asserted below
+    _wait_for_attempts(db, first, 12, "outcome = 'candidate'", "DISTINCT fingerprint")
     first.send_signal(signal.SIGKILL)
     first.communicate(timeout=60)
     found = _fingerprints(db, "SELECT fingerprint FROM attempts WHERE outcome = 'candidate'")
