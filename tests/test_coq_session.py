@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_file
 from proof_orchestrator.coq.session import CoqProver, CoqSettings
+from proof_orchestrator.errors import PrefixError
 from proof_orchestrator.provers.base import TacticStatus
 
 SOURCE = """\
@@ -110,6 +112,30 @@ async def test_processes_are_reused_across_holes_and_recycled(
             result = await session.run_tactic("reflexivity.", timeout=2)
             assert result.status is TacticStatus.COMPLETE
     assert prover.started == 3  # 5 sessions, at most 2 per process
+    await prover.aclose()
+
+
+async def test_a_prefix_that_does_not_load_names_its_failing_sentence(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """The prefix goes to coqtop in one write; the first sentence that fails is still named."""
+    text = (
+        "Definition a := 1.\nDefinition b := no_such_constant.\nDefinition c := 2.\n"
+        "Lemma l : a = 1.\nAdmitted.\n"
+    )
+    path = write_v("P.v", text)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    with pytest.raises(PrefixError, match="Definition b := no_such_constant") as raised:
+        async with prover.session(hole.goal, text, hole.prefix_end):
+            pass
+    assert "no_such_constant" in str(raised.value)
+    # the same process serves a good prefix afterwards (it went back to what it had)
+    good = text.replace("no_such_constant", "0")
+    (hole,) = scan_coq_file(write_v("P.v", good))
+    async with prover.session(hole.goal, good, hole.prefix_end) as session:
+        done = await session.run_tactic("reflexivity.", timeout=2)
+        assert done.status is TacticStatus.COMPLETE
     await prover.aclose()
 
 

@@ -34,6 +34,25 @@ async def test_failed_sentence_keeps_the_state_number() -> None:
         assert "no_such_thing" in reply.output
 
 
+async def test_a_batch_is_answered_sentence_by_sentence_past_a_failure() -> None:
+    async with CoqTop() as top:
+        before = top.current
+        ok, bad, after = await top.send_many(
+            ["Definition a := 1.", "Check no_such_thing.", "Definition b := a."], 10
+        )
+        # each sentence has its own prompt: the failure keeps its state number,
+        # and the sentence after it still ran
+        assert ok.state == before + 1
+        assert bad.state == ok.state
+        assert "no_such_thing" in bad.output
+        assert after.state > ok.state
+        assert top.current == after.state
+        # the stream is still in step: the next request gets its own reply
+        reply = await top.send("Check b.", 10)
+        assert reply.output.startswith("b")
+        assert ": nat" in reply.output
+
+
 async def test_more_than_one_sentence_per_send_is_refused() -> None:
     async with CoqTop() as top:
         with pytest.raises(ValueError, match="exactly one"):

@@ -238,6 +238,31 @@ class CoqTop:
         :class:`ProverHung` is raised, as for the wall-clock guard.
         """
         line = sentence if checked else _one_sentence_line(sentence)
+        (reply,) = await self.send_many([line], timeout, measure=measure, cpu_limit=cpu_limit)
+        return reply
+
+    async def send_many(
+        self,
+        lines: Sequence[str],
+        timeout: float,
+        *,
+        measure: bool = True,
+        cpu_limit: float | None = None,
+    ) -> list[Reply]:
+        """Send sentences in one write and wait for a prompt per sentence.
+
+        Each of ``lines`` must be one sentence on one line (a checked
+        :class:`~proof_orchestrator.coq.syntax.Sentence` ``code``). coqtop
+        reads them in order and answers each with a prompt whatever the one
+        before did (an error discards only the rest of its own line), so a
+        batch costs one round trip instead of one per sentence; the caller
+        reads each reply's state to see which sentences took. ``timeout``
+        guards the wait for each prompt; ``cpu_limit`` the whole batch. The
+        CPU measured (``measure``) is reported on the last reply; the wall
+        time of each reply counts from the write.
+        """
+        if not lines:
+            return []
         if self._throttle is not None:
             await self._throttle()  # the CPU governor may hold us back here
         async with self._lock:
@@ -250,11 +275,11 @@ class CoqTop:
             cpu_before = self._last_cpu  # idle between requests: the last reading will do
             started = time.monotonic()
             try:
-                proc.stdin.write(line.encode() + b"\n")
+                proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
                 await proc.stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
-            self.requests += 1
+            self.requests += len(lines)
             meter = self._descendants() if measure else None
             # most replies come within milliseconds: the sampler starts only
             # once a reply has taken one interval (a timer is cheaper than a task)
@@ -266,8 +291,10 @@ class CoqTop:
                 if meter is not None
                 else None
             )
+            raw: list[tuple[Reply, float]] = []
             try:
-                reply = await self._next_reply(timeout)
+                for _ in lines:
+                    raw.append((await self._next_reply(timeout), time.monotonic() - started))
             except asyncio.CancelledError:
                 # its answer would arrive unasked for: the process is out of step now.
                 # (SIGINT would keep it, but coqtop 8.16 often ends up unusable after one.)
@@ -281,15 +308,20 @@ class CoqTop:
                     sampler.cancel()
                 if meter is not None and time.monotonic() - started > meter.interval:
                     meter.sample()  # the last reading of helpers still running
-            reply = Reply(
-                output=reply.output,
-                state=reply.state,
-                proof=reply.proof,
-                wall_seconds=time.monotonic() - started,
-                cpu_seconds=max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0,
-            )
-            self.current = reply.state
-            return reply
+            cpu = max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0
+            last = len(raw) - 1
+            replies = [
+                Reply(
+                    output=r.output,
+                    state=r.state,
+                    proof=r.proof,
+                    wall_seconds=wall,
+                    cpu_seconds=cpu if i == last else 0.0,
+                )
+                for i, (r, wall) in enumerate(raw)
+            ]
+            self.current = replies[-1].state
+            return replies
 
     async def write_raw(self, data: str) -> None:
         """Write bytes without framing. Only for tests that provoke a desync."""

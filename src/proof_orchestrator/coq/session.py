@@ -199,7 +199,6 @@ class CoqSession:
         guards the wall clock (past either, the process is replaced: TIMEOUT)."""
         top = self._require_top()
         origin = state if state is not None else self.current
-        await self.back_to(origin)
         try:
             sentence = one_sentence(tactic)
         except SourceSyntaxError as exc:
@@ -207,9 +206,15 @@ class CoqSession:
         code = sentence.code
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
+        lines = [line]
+        if self._current != origin and origin.generation == self._generation:
+            # going back and the tactic share one write (one round trip instead of two)
+            lines.insert(0, f"BackTo {origin.token}.")
+        else:
+            await self.back_to(origin)
         try:
-            reply = await top.send(
-                line, seconds + self._prover.settings.grace, checked=True, cpu_limit=cpu_limit
+            replies = await top.send_many(
+                lines, seconds + self._prover.settings.grace, cpu_limit=cpu_limit
             )
         except ProverHung as exc:
             await self._replace_process()
@@ -218,6 +223,11 @@ class CoqSession:
             # some tactics kill coqtop (a stack overflow): that tactic failed, the session goes on
             await self._replace_process()
             return TacticResult(TacticStatus.FAILED, self._rebased(origin), message=str(exc))
+        if len(replies) == 2:
+            if replies[0].state != origin.token:
+                raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
+            self._current = origin
+        reply = replies[-1]
         if reply.state == origin.token:
             status = (
                 TacticStatus.TIMEOUT
@@ -499,9 +509,12 @@ class CoqProver:
                 raise ProverError(f"BackTo {target} landed on state {reply.state}")
         del loaded.codes[common:]
         del loaded.states[common:]
-        for code in prefix[common:]:
-            before = top.current
-            reply = await top.send(code, self.settings.load_timeout, checked=True, measure=False)
+        # the rest of the prefix goes in one write (one round trip, not one per sentence);
+        # a sentence that fails leaves the state number where it was
+        codes = prefix[common:]
+        replies = await top.send_many(codes, self.settings.load_timeout, measure=False)
+        before = target
+        for code, reply in zip(codes, replies, strict=True):
             if reply.state == before:
                 raise PrefixError(
                     f"the file does not load up to the hole: {code[:80]!r} fails: "
@@ -509,4 +522,5 @@ class CoqProver:
                 )
             loaded.codes.append(code)
             loaded.states.append(reply.state)
+            before = reply.state
         return top.current
