@@ -139,6 +139,35 @@ async def test_a_prefix_that_does_not_load_names_its_failing_sentence(
     await prover.aclose()
 
 
+async def test_a_state_dropped_by_going_back_is_rebuilt_and_reach_replays_only_the_rest(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        intro = await session.run_tactic("intros n.", timeout=2)
+        split = await session.run_tactic("destruct n.", intro.state, timeout=2)
+        expected = await session.run_tactic("simpl.", split.state, timeout=2)
+        # going back to the root drops ``intro`` and ``split`` from coqtop; their state
+        # numbers are handed out again to what runs next
+        await session.run_tactic("intro m.", session.root, timeout=2)
+        await session.run_tactic("induction m.", timeout=2)
+        again = await session.run_tactic("simpl.", split.state, timeout=2)
+        assert again.status is TacticStatus.GOALS
+        assert again.goals == expected.goals
+        # from where coqtop is now (after intros n; destruct n; simpl), reaching a state
+        # one step further runs that one step only
+        assert session._top is not None
+        sent = session._top.requests
+        reached = await session.reach(
+            ("intros n.", "destruct n.", "simpl.", "reflexivity."), timeout=2
+        )
+        assert reached is not None
+        assert session._top.requests - sent <= 2  # the step (and a Show if coqtop printed none)
+    await prover.aclose()
+
+
 async def test_completion_is_seen_after_backtracking(write_v: Callable[[str, str], Path]) -> None:
     """coqtop may print no goals for the first command after a BackTo; the session asks."""
     text = "Lemma both : 1 = 1 /\\ True.\nAdmitted.\n"

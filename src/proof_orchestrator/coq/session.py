@@ -79,6 +79,10 @@ class CoqSession:
         self._generation = 0
         self._root: ProofState | None = None
         self._current: ProofState | None = None
+        #: the states coqtop holds now, from the root to the current one, each one
+        #: sentence after the one before (coqtop keeps one line: going back to a
+        #: state drops those after it, so only these can be reached with ``BackTo``)
+        self._line: list[ProofState] = []
         self._cpu_spent = 0.0
         self._cpu_base = 0.0
         self._closed = False
@@ -123,6 +127,7 @@ class CoqSession:
         root_token = await self._prover._load(self._top, self._prefix)
         self._root = ProofState((), root_token, self._generation)
         self._current = self._root
+        self._line = [self._root]
 
     async def _replace_process(self) -> None:
         if self._top is not None:
@@ -164,11 +169,34 @@ class CoqSession:
             raise SessionClosed(f"session on {self.goal.name} is closed")
         return self._top
 
+    def _moved_to(self, state: ProofState) -> None:
+        """coqtop is now at ``state``: one sentence after the line's last state, or on it."""
+        line = self._line
+        for index in range(len(line) - 1, -1, -1):
+            if line[index] == state:
+                del line[index + 1 :]
+                break
+        else:
+            if line and state.script[:-1] == line[-1].script:
+                line.append(state)
+            else:  # not seen arrive: only it and the root are known to be held
+                self._line = [self.root] if state == self.root else [self.root, state]
+        self._current = state
+
+    def _on_line(self, state: ProofState) -> bool:
+        return state == self._root or (state.generation == self._generation and state in self._line)
+
     async def back_to(self, state: ProofState) -> None:
+        """Bring coqtop to ``state``: ``BackTo`` if it still holds it, else replay its script.
+
+        A state off the line (dropped by a later ``BackTo``, or made by a process
+        that was replaced) is rebuilt from the deepest state of the line its
+        script starts with.
+        """
         top = self._require_top()
         if self._current == state:
             return
-        if state.generation == self._generation:
+        if self._on_line(state):
             reply = await top.send(
                 f"BackTo {state.token}.",
                 self._prover.settings.load_timeout,
@@ -177,15 +205,30 @@ class CoqSession:
             )
             if reply.state != state.token:
                 raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
-            self._current = state
+            self._moved_to(state)
             return
-        # the state belongs to a process that was replaced: rebuild it
-        await self.back_to(self.root)
-        result = await self.run_script(
-            state.script, self.root, timeout=self._prover.settings.load_timeout
-        )
-        if not result.ok:
-            raise ProverError(f"could not rebuild a proof state after a restart: {result.message}")
+        reached = await self.reach(state.script, timeout=self._prover.settings.load_timeout)
+        if reached is None:
+            raise ProverError(f"could not rebuild a proof state: {' '.join(state.script)[:200]}")
+        await self.back_to(reached)
+
+    async def reach(self, script: Sequence[str], *, timeout: float) -> ProofState | None:
+        """A state with open goals after ``script`` from the root (None if it has none).
+
+        Only the sentences past the deepest state of the line that ``script``
+        starts with are run: after expanding a node, its siblings and children
+        are one sentence away, not a whole replay from the root.
+        """
+        script = tuple(script)
+        base = self.root
+        for state in reversed(self._line):
+            if script[: len(state.script)] == state.script:
+                base = state
+                break
+        if len(base.script) == len(script):
+            return base
+        result = await self.run_script(script[len(base.script) :], base, timeout=timeout)
+        return result.state if result.status is TacticStatus.GOALS else None
 
     async def run_tactic(
         self,
@@ -197,6 +240,19 @@ class CoqSession:
     ) -> TacticResult:
         """Run one sentence from ``state``; ``cpu_limit`` guards CPU seconds as ``timeout``
         guards the wall clock (past either, the process is replaced: TIMEOUT)."""
+        return await self._run(tactic, state, timeout=timeout, cpu_limit=cpu_limit)
+
+    async def _run(
+        self,
+        tactic: str,
+        state: ProofState | None,
+        *,
+        timeout: float,
+        cpu_limit: float | None = None,
+        goals: bool = True,
+    ) -> TacticResult:
+        """:meth:`run_tactic`; ``goals=False`` leaves the goals of a GOALS result
+        empty when coqtop did not print them (a step in the middle of a script)."""
         top = self._require_top()
         origin = state if state is not None else self.current
         try:
@@ -207,11 +263,14 @@ class CoqSession:
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
         lines = [line]
-        if self._current != origin and origin.generation == self._generation:
+        if self._current != origin and self._on_line(origin):
             # going back and the tactic share one write (one round trip instead of two)
             lines.insert(0, f"BackTo {origin.token}.")
+            base = origin
         else:
             await self.back_to(origin)
+            # where coqtop is before the tactic: ``origin``, or the state rebuilt for it
+            base = self.current
         try:
             replies = await top.send_many(
                 lines, seconds + self._prover.settings.grace, cpu_limit=cpu_limit
@@ -226,9 +285,9 @@ class CoqSession:
         if len(replies) == 2:
             if replies[0].state != origin.token:
                 raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
-            self._current = origin
+            self._moved_to(origin)
         reply = replies[-1]
-        if reply.state == origin.token:
+        if reply.state == base.token:
             status = (
                 TacticStatus.TIMEOUT
                 if reply.wall_seconds >= seconds * 0.95
@@ -238,14 +297,16 @@ class CoqSession:
         if _SENTENCE_ERROR.search(reply.output):
             # an error that still advanced the state (CoqHammer reports a Timeout
             # reached inside it this way): the tactic failed, go back
-            self._current = ProofState((*origin.script, code), reply.state, self._generation)
-            await self.back_to(origin)
+            self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
+            await self.back_to(base)
             return TacticResult(
                 TacticStatus.FAILED, origin, message=reply.output, cpu_seconds=reply.cpu_seconds
             )
-        new_state = ProofState((*origin.script, code), reply.state, self._generation)
-        self._current = new_state
+        new_state = ProofState((*base.script, code), reply.state, self._generation)
+        self._moved_to(new_state)
         display = reply.output
+        if not display.strip() and not goals:
+            return TacticResult(TacticStatus.GOALS, new_state, cpu_seconds=reply.cpu_seconds)
         if not display.strip():
             # coqtop sometimes prints no goals for the first command after a
             # BackTo; ask for them (Show changes nothing in the proof)
@@ -269,8 +330,10 @@ class CoqSession:
         current = state if state is not None else self.current
         result: TacticResult | None = None
         cpu = 0.0
-        for sentence in sentences:
-            result = await self.run_tactic(sentence, current, timeout=timeout)
+        last = len(sentences) - 1
+        for index, sentence in enumerate(sentences):
+            # the goals in the middle of a script are not needed: no ``Show`` for them
+            result = await self._run(sentence, current, timeout=timeout, goals=index == last)
             cpu += result.cpu_seconds
             if not result.ok:
                 break
@@ -304,7 +367,7 @@ class CoqSession:
         )
         if reply.state != self.root.token:
             raise ProverError(f"BackTo {self.root.token} landed on state {reply.state}")
-        self._current = self.root
+        self._moved_to(self.root)
         return True, assumptions.output
 
     async def query(
@@ -358,7 +421,7 @@ class CoqSession:
         )
         if reply.state != origin.token:
             raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
-        self._current = origin
+        self._moved_to(origin)
 
     def _rebased(self, state: ProofState) -> ProofState:
         """After a restart: the same script, marked as belonging to no live process.

@@ -2,16 +2,15 @@
 
 ``coqtop`` keeps one line of states: running a tactic from an older state
 (``BackTo``) drops the states after it. So :meth:`CoqStates.reach` rebuilds a
-state from its script, from the root, before the search branches from it
-(as :class:`proof_orchestrator.coq.strategies.search.SearchStrategy` did before
-it ran on the shared search).
+state before the search branches from it, replaying its script from the
+deepest state coqtop still holds (:meth:`CoqSession.reach`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..provers.base import ProofState, TacticResult, TacticStatus
+from ..provers.base import ProofState, TacticResult
 from ..search.features import COQ, GoalSyntax
 from ..search.proofstate import Hypothesis, hypotheses
 from .session import CoqSession
@@ -41,8 +40,7 @@ class CoqStates:
     async def reach(self, state: ProofState, *, timeout: float) -> ProofState | None:
         if not state.script:
             return self.session.root
-        reached = await self.session.run_script(state.script, self.session.root, timeout=timeout)
-        return reached.state if reached.status is TacticStatus.GOALS else None
+        return await self.session.reach(state.script, timeout=timeout)
 
     def hypotheses(self, goal: str) -> list[Hypothesis]:
         return hypotheses(goal, self.syntax)
