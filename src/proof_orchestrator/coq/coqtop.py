@@ -407,15 +407,17 @@ class CoqTop:
                 )
                 return
             buffer += chunk
+            # a chunk can hold many replies (a batch): cut them at offsets and drop
+            # what was read once at the end, not once per reply
+            taken = 0
             while True:
-                match = _PROMPT.search(buffer, scanned)
+                match = _PROMPT.search(buffer, max(taken, scanned))
                 if match is None:
-                    scanned = buffer.rfind(b"\n") + 1
+                    scanned = max(taken, buffer.rfind(b"\n") + 1) - taken
                     break
-                scanned = 0
-                output = buffer[: match.start()].decode(errors="replace")
-                buffer = buffer[match.end() :]
-                await self._replies.put(
+                output = buffer[taken : match.start()].decode(errors="replace")
+                taken = match.end()
+                self._replies.put_nowait(
                     Reply(
                         output=output.strip("\n"),
                         state=int(match.group(2)),
@@ -424,6 +426,8 @@ class CoqTop:
                         cpu_seconds=0.0,
                     )
                 )
+            if taken:
+                buffer = buffer[taken:]
             if len(buffer) > self._reply_cap:
                 await self._replies.put(
                     _Fault(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
