@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import dataclasses
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Hashable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 from ..errors import OrchError
+from ..project.statedir import STATE_DIR, make_state_dir
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
@@ -34,21 +32,13 @@ ALLOWED_IMPORTS = {"hammer-tactics": "From Hammer Require Import Tactics."}
 
 
 def _work_folder(root: Path) -> Path:
-    """Where coqtop sessions run: a folder of this process under the system's temporary
-    folder, so that what Coq leaves in its working folder (a failing ``lia``'s
-    ``.lia.cache``, run by the file's own proofs above a hole) stays out of the
-    user's tree. The load path is absolute. Removed when the process exits."""
-    global _WORK
-    if _WORK is None:
-        try:
-            _WORK = Path(tempfile.mkdtemp(prefix="orch-coq-work-"))
-        except OSError:
-            return root  # no room for a folder: sessions run in the project, as before
-        atexit.register(shutil.rmtree, _WORK, ignore_errors=True)
-    return _WORK
-
-
-_WORK: Path | None = None
+    """Where the project's coqtop sessions run, ``<project>/.orch/work``: what Coq leaves
+    in its working folder (a failing ``lia``'s ``.lia.cache``, run by the file's own
+    proofs above a hole) stays out of the user's tree. The load path is absolute."""
+    try:
+        return make_state_dir(root / STATE_DIR / "work")
+    except OSError:
+        return root  # a project orch cannot write into: sessions still run
 
 
 class CoqTools:
