@@ -272,21 +272,3 @@ async def test_a_failing_lia_leaves_no_cache_file_in_the_project(
     assert report.proved == 0
     assert report.goals[0].tactics_tried > 0
     assert sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".cache")) == []
-
-
-async def test_checking_a_file_whose_own_proof_fails_a_lia_leaves_no_cache_file(
-    write_v: Callable[[str, str], Path], ledger: Ledger
-) -> None:
-    """The whole-file check runs the file's own proofs (a ``try lia`` that fails writes
-    ``.lia.cache`` where coqc runs): it runs in a scratch folder under ``.orch/``."""
-    text = (
-        "Require Import Lia.\n"
-        "Lemma own (n : nat) : n = n.\n"
-        "Proof. try (assert (n = S n) by lia). reflexivity. Qed.\n"
-        "Lemma easy : 0 = 0.\nProof.\nAdmitted.\n"
-    )
-    path = write_v("OwnLia.v", text)
-    report = await fill([path], ledger, FAST, strategies=[MicroStrategy()])
-    assert report.proved == 1
-    assert "Admitted." not in path.read_text(encoding="utf-8")
-    assert sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".cache")) == []

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OrchError
-from ..project.statedir import STATE_DIR, make_state_dir
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
@@ -31,16 +30,6 @@ __all__ = ["ALLOWED_IMPORTS", "CoqBackend", "CoqTools"]
 ALLOWED_IMPORTS = {"hammer-tactics": "From Hammer Require Import Tactics."}
 
 
-def _work_folder(root: Path) -> Path:
-    """Where the project's coqtop sessions run, ``<project>/.orch/work``: what Coq leaves
-    in its working folder (a failing ``lia``'s ``.lia.cache``, run by the file's own
-    proofs above a hole) stays out of the user's tree. The load path is absolute."""
-    try:
-        return make_state_dir(root / STATE_DIR / "work")
-    except OSError:
-        return root  # a project orch cannot write into: sessions still run
-
-
 class CoqTools:
     """One prover and one verifier per Coq project (per set of flags)."""
 
@@ -58,9 +47,7 @@ class CoqTools:
         self.builder = CoqBuilder(project, coqc=coq.coqc, command=settings.build_command)
         # the project's load path, then its .orch/build mirror (which wins where both have a .vo)
         flags = self.builder.flags
-        self.prover = CoqProver(
-            flags, cwd=str(_work_folder(project.root)), settings=coq, throttle=throttle
-        )
+        self.prover = CoqProver(flags, cwd=str(project.root), settings=coq, throttle=throttle)
         self.verifier = CoqVerifier(flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop)
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:

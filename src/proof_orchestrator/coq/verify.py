@@ -112,9 +112,7 @@ class CoqVerifier:
         target.write_text(text, encoding="utf-8")
         run = await run_command(
             [self.coqc, *self.flags, "-Q", str(directory), LOGICAL_ROOT, str(target)],
-            # in the scratch folder: what coqc leaves where it runs (a failing ``lia``'s
-            # ``.lia.cache``) goes with it, not into the project (the flags are absolute)
-            cwd=str(directory),
+            cwd=self.cwd or str(path.parent),
             timeout=self.compile_timeout,
         )
         self.compilations += 1
@@ -133,7 +131,7 @@ class CoqVerifier:
         module = f"{LOGICAL_ROOT}.{path.stem}"
         flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
         result: dict[str, frozenset[str]] = {}
-        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
+        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
             before = top.current
             reply = await top.send(f"Require {module}.", self.compile_timeout)
             if reply.state == before:
@@ -374,7 +372,7 @@ class CoqVerifier:
         compiled file is loaded (names it does not resolve are left out)."""
         flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
         found: dict[str, str] = {}
-        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
+        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
             before = top.current
             reply = await top.send(f"Require {LOGICAL_ROOT}.{path.stem}.", self.compile_timeout)
             if reply.state == before:
