@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.config import Settings
+from proof_orchestrator.coq.project import working_folder_flags
 from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.strategies.micro import MicroStrategy
 from proof_orchestrator.errors import PathNotFound
@@ -266,9 +267,44 @@ async def test_file_that_cannot_be_split_is_reported_and_untouched(
 async def test_a_failing_lia_leaves_no_cache_file_in_the_project(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
-    """Coq writes .lia.cache into its working folder, the user's project; sessions turn it off."""
-    path = write_v("Lia.v", "Require Import Lia.\n" + FALSE)
+    """Coq writes .lia.cache into its working folder: the search's own ``lia`` (sessions turn
+    the cache off), and the file's proofs above the hole, run in every session and in the
+    whole-file check (those run in scratch folders)."""
+    own = (
+        "Require Import Lia.\n"
+        "Lemma own (n : nat) : n = n.\n"
+        "Proof. try (assert (n = S n) by lia). reflexivity. Qed.\n"
+    )
+    path = write_v("Lia.v", own + FALSE + EASY.replace("Require Import Arith Lia.\n", ""))
     report = await fill([path], ledger, FAST, strategies=[MicroStrategy()])
-    assert report.proved == 0
+    assert report.proved == 1
     assert report.goals[0].tactics_tried > 0
-    assert sorted(p.name for p in path.parent.iterdir() if p.name.endswith(".cache")) == []
+    left = sorted(p.name for p in path.parent.iterdir() if not p.name.startswith("ledger.sqlite"))
+    assert left == [".orch", "Lia.v"]  # .orch holds orch's scratch folders, now empty
+    assert list((path.parent / ".orch").rglob("*.cache")) == []
+
+
+async def test_a_lone_file_still_requires_its_compiled_sibling(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    """No project description: coqc in the file's folder puts the folder in the load path;
+    the sessions and the check, run in scratch folders, get it as ``-Q folder ""``."""
+    base = write_v("Base.v", "Definition two := 2.\n")
+    subprocess.run(["coqc", base.name], cwd=base.parent, check=True, capture_output=True)
+    text = "Require Import Base.\nLemma two_ok : two = 2.\nProof.\nAdmitted.\n"
+    path = write_v("UsesBase.v", text)
+    report = await fill([path], ledger, FAST)
+    assert report.files[0].status is FileStatus.DONE, report.files[0].message
+    assert report.proved == 1
+    assert "Admitted." not in path.read_text(encoding="utf-8")
+
+
+def test_the_working_folder_is_mapped_only_where_no_mapping_would_be_remapped(
+    tmp_path: Path,
+) -> None:
+    inside = tmp_path / "theories"
+    assert working_folder_flags(tmp_path, ()) == ("-Q", str(tmp_path.resolve()), "")
+    assert working_folder_flags(tmp_path, ("-R", str(inside), "Lib")) == ()
+    assert working_folder_flags(inside, ("-R", str(tmp_path), "Lib")) == ()
+    elsewhere = ("-Q", "/usr/lib/ocaml/coq/user-contrib/Other", "Other")
+    assert working_folder_flags(inside, elsewhere)[:2] == ("-Q", str(inside.resolve()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -16,6 +17,8 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.build import CoqBuilder, first_error
 from proof_orchestrator.coq.project import project_for
+from proof_orchestrator.coq.verify import CoqVerifier
+from proof_orchestrator.errors import ProverError
 from proof_orchestrator.provers.build import FileBuild
 
 runner = CliRunner()
@@ -164,7 +167,8 @@ async def test_an_up_to_date_build_is_reused_and_a_change_rebuilds_its_dependent
     (root / "theories" / "A.v").write_text(A + "Lemma a2 : a = 1. Proof. reflexivity. Qed.\n")
     model = builder.model()
     assert [f.state for f in model.files] == [FileBuild.STALE, FileBuild.STALE, FileBuild.MISSING]
-    await builder.refresh(target)
+    async with builder.checking(target):
+        pass
     assert [f.state for f in builder.model().files][:2] == [FileBuild.BUILT, FileBuild.BUILT]
     # C loads A and B as rebuilt: no "inconsistent assumptions"
     run = subprocess.run(
@@ -224,3 +228,27 @@ def test_dune_theories_are_read_as_their_flags(tmp_path: Path) -> None:
     model = CoqBuilder(project).model()
     assert [f.logical for f in model.files] == ["Foo.A", "Foo.sub.B"]
     assert model.files[1].deps == (theories / "A.v",)
+
+
+def test_a_check_that_fails_is_that_files_one_line_and_the_other_files_go_on(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the prover failing on a check (here on C.v: a compiled file it loads cannot be
+    # read, say) stops that file only; the run reports it and exits 3
+    real_verify = CoqVerifier.verify
+
+    async def verify(self: CoqVerifier, path: Path, *args: Any, **kwargs: Any) -> Any:
+        if path.name == "C.v":
+            raise ProverError("cannot load the compiled OrchCheck.C: inconsistent assumptions")
+        return await real_verify(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(CoqVerifier, "verify", verify)
+    alone = "Lemma d1 : 2 = 2.\nProof.\nAdmitted.\n"
+    root = project({"A.v": A, "B.v": B, "C.v": C, "D.v": alone})
+    code, output = _fill(root)
+    assert code == 3, output
+    assert "Traceback" not in output
+    assert "Qed." in (root / "theories" / "D.v").read_text(encoding="utf-8")
+    assert "Admitted." in (root / "theories" / "C.v").read_text(encoding="utf-8")
+    assert "the whole-file check failed: cannot load the compiled OrchCheck.C" in output
+    assert output.rstrip().splitlines()[-1].startswith("next: 1 file(s) could not be checked")

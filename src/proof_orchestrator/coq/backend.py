@@ -10,11 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import OrchError
+from ..project.statedir import ScratchFolder
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
-from .project import CoqProject, load_coqproject, project_for
+from .project import CoqProject, load_coqproject, project_for, working_folder_flags
 from .script import check_script
 from .session import CoqProver
 from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
@@ -45,10 +46,20 @@ class CoqTools:
         self.project = project
         #: builds what the files need into .orch/build (or runs the user's build command)
         self.builder = CoqBuilder(project, coqc=coq.coqc, command=settings.build_command)
-        # the project's load path, then its .orch/build mirror (which wins where both have a .vo)
-        flags = self.builder.flags
-        self.prover = CoqProver(flags, cwd=str(project.root), settings=coq, throttle=throttle)
-        self.verifier = CoqVerifier(flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop)
+        # the project's load path, then its .orch/build mirror (which wins where both have a
+        # .vo); coqtop and coqc run in scratch folders, with the project's root in the load
+        # path as if they ran there
+        flags = (*working_folder_flags(project.root, self.builder.flags), *self.builder.flags)
+        self.prover = CoqProver(
+            flags,
+            cwd=str(project.root),
+            workdir=ScratchFolder(project.root, "session"),
+            settings=coq,
+            throttle=throttle,
+        )
+        self.verifier = CoqVerifier(
+            self.builder.flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop
+        )
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.CoqHole):
@@ -57,10 +68,11 @@ class CoqTools:
 
     @contextlib.asynccontextmanager
     async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[Any]:
-        await self.builder.settled()  # no session loads the .vo files a rebuild is replacing
-        async with self.prover.session(
-            hole.goal, text, hole.prefix_end, hole.statement_start
-        ) as session:
+        async with contextlib.AsyncExitStack() as stack:
+            async with self.builder.loading():  # no rebuild replaces the .vo files it loads
+                session = await stack.enter_async_context(
+                    self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+                )
             yield session
 
     @staticmethod

@@ -22,7 +22,6 @@ outside ``.orch/``. With a build command of the user's (``--build "make
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import graphlib
 import hashlib
@@ -34,6 +33,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +46,7 @@ from ..provers.build import (
     FileBuild,
     ProjectFile,
     ProjectModel,
+    ReadersWriter,
     StepCallback,
 )
 from ..provers.process import resolve, run_command
@@ -145,9 +146,8 @@ class CoqBuilder:
         #: the user's build command (empty: orch builds into .orch/build)
         self.command = command.strip()
         self.timeout = timeout
-        self._lock = asyncio.Lock()
-        self._idle = asyncio.Event()
-        self._idle.set()
+        #: rebuilds write the ``.vo`` files that sessions and whole-file checks read
+        self._access = ReadersWriter()
         self._graph: dict[Path, set[Path]] | None = None
 
     # -- the load path ------------------------------------------------------------------
@@ -356,30 +356,25 @@ class CoqBuilder:
     async def build(
         self, targets: Sequence[Path], on_step: StepCallback | None = None
     ) -> BuildResult:
-        async with self._lock:
-            self._idle.clear()
-            try:
-                graph = await self._read_graph_async()
-                return await self._build(graph, targets, on_step)
-            finally:
-                self._idle.set()
+        async with self._access.writing():
+            graph = await self._read_graph_async()
+            return await self._build(graph, targets, on_step)
 
-    async def refresh(self, path: Path) -> None:
+    def checking(self, path: Path) -> AbstractAsyncContextManager[None]:
         """Rebuild what ``path`` needs that changed since the run's build (a file a proof
-        was written into, and the files between it and ``path``)."""
-        async with self._lock:
-            graph = self._graph if self._graph is not None else await self._read_graph_async()
-            if path.resolve() not in graph:
-                return
-            self._idle.clear()
-            try:
-                await self._build(graph, [path], None)
-            finally:
-                self._idle.set()
+        was written into, and the files between it and ``path``); then, for the
+        block (``path``'s whole-file check), no rebuild replaces those ``.vo``."""
 
-    async def settled(self) -> None:
-        """Wait until no rebuild is under way (a session loads a consistent set of ``.vo``)."""
-        await self._idle.wait()
+        async def rebuild() -> None:
+            graph = self._graph if self._graph is not None else await self._read_graph_async()
+            if path.resolve() in graph:
+                await self._build(graph, [path], None)
+
+        return self._access.writing_then_reading(rebuild)
+
+    def loading(self) -> AbstractAsyncContextManager[None]:
+        """For the block (a session loading ``.vo`` files), no rebuild runs."""
+        return self._access.reading()
 
     async def _build(
         self,

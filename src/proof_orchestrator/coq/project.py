@@ -15,7 +15,7 @@ step).
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +27,7 @@ __all__ = [
     "load_coqproject",
     "load_dune_project",
     "project_for",
+    "working_folder_flags",
 ]
 
 #: what sexpdata raises on a malformed file (an unclosed string ends in AttributeError)
@@ -68,6 +69,27 @@ class CoqProject:
             for i, flag in enumerate(self.flags[:-2])
             if flag in ("-Q", "-R")
         ]
+
+
+def working_folder_flags(root: Path, flags: Sequence[str]) -> tuple[str, ...]:
+    """Flags that stand in for ``root`` as the working folder of ``coqc``/``coqtop``.
+
+    Coq puts its working folder into the load path under the empty logical name
+    (a lone file's ``Require Import Sibling.``). Run elsewhere (in a scratch
+    folder, so that what Coq writes where it runs, a failing ``lia``'s
+    ``.lia.cache`` or an ``Extraction "x.ml"``, stays out of the user's tree),
+    ``-Q root ""`` does the same, first, so the project's own mappings win. It
+    is left out when a folder the flags map is ``root``, above it or below it:
+    there Coq would report the folder as remapped, and the project's mappings
+    name its files anyway.
+    """
+    root = root.resolve()
+    mapped = [
+        Path(flags[i + 1]).resolve() for i, flag in enumerate(flags[:-2]) if flag in ("-Q", "-R")
+    ]
+    if any(m == root or m.is_relative_to(root) or root.is_relative_to(m) for m in mapped):
+        return ()
+    return ("-Q", str(root), "")
 
 
 def _nearest(start: Path, name: str) -> Path | None:

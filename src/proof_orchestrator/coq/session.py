@@ -30,6 +30,7 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..goals import Goal
+from ..project.statedir import ScratchFolder
 from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.process import run_command
 from ..provers.settings import CoqSettings
@@ -453,11 +454,15 @@ class CoqProver:
         flags: Sequence[str] = (),
         *,
         cwd: str | None = None,
+        workdir: ScratchFolder | None = None,
         settings: CoqSettings | None = None,
         throttle: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.flags = tuple(flags)
         self.cwd = cwd
+        #: where the processes run instead of ``cwd`` (made at the first one, removed
+        #: at :meth:`aclose`): what coqtop writes where it runs stays in there
+        self.workdir = workdir
         self.settings = settings or CoqSettings()
         #: awaited before every sentence sent (the CPU governor's gate)
         self.throttle = throttle
@@ -517,6 +522,8 @@ class CoqProver:
         idle, self._idle = self._idle, []
         for top, _ in idle:
             await top.aclose()
+        if self.workdir is not None:
+            self.workdir.close()
 
     # -- the pool ----------------------------------------------------------
 
@@ -531,7 +538,7 @@ class CoqProver:
             await top.aclose()
         top = CoqTop(
             self.flags,
-            cwd=self.cwd,
+            cwd=str(self.workdir.path()) if self.workdir is not None else self.cwd,
             executable=self.settings.coqtop,
             start_timeout=self.settings.start_timeout,
             throttle=self.throttle,

@@ -51,6 +51,7 @@ from .audit import (
 )
 from .coqtop import CoqTop
 from .holes import CoqHole, functor_parameters, qed_proofs, scan_coq_text
+from .project import working_folder_flags
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
@@ -98,6 +99,12 @@ class CoqVerifier:
         #: the holes of the project's other files (an assumption may be one of them)
         self.project_holes = ProjectHoles(self.flags, Path(cwd) if cwd else Path.cwd())
 
+    def _flags(self, path: Path) -> tuple[str, ...]:
+        """The flags, with the folder coqc would have run in (the project's root, else
+        ``path``'s folder) in the load path: the processes run in scratch folders."""
+        root = Path(self.cwd) if self.cwd else path.parent
+        return (*working_folder_flags(root, self.flags), *self.flags)
+
     async def aclose(self) -> None:
         self._builds = {}
         self._scratch.close()
@@ -111,8 +118,10 @@ class CoqVerifier:
         target = directory / path.name
         target.write_text(text, encoding="utf-8")
         run = await run_command(
-            [self.coqc, *self.flags, "-Q", str(directory), LOGICAL_ROOT, str(target)],
-            cwd=self.cwd or str(path.parent),
+            [self.coqc, *self._flags(path), "-Q", str(directory), LOGICAL_ROOT, str(target)],
+            # in the scratch folder: what coqc writes where it runs (a failing ``lia``'s
+            # ``.lia.cache``, an extracted file) goes with it, not into the project
+            cwd=str(directory),
             timeout=self.compile_timeout,
         )
         self.compilations += 1
@@ -129,9 +138,9 @@ class CoqVerifier:
         self, path: Path, build: _Build, names: Sequence[str]
     ) -> dict[str, frozenset[str]]:
         module = f"{LOGICAL_ROOT}.{path.stem}"
-        flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
+        flags = [*self._flags(path), "-Q", str(build.directory), LOGICAL_ROOT]
         result: dict[str, frozenset[str]] = {}
-        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
+        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
             before = top.current
             reply = await top.send(f"Require {module}.", self.compile_timeout)
             if reply.state == before:
@@ -370,9 +379,9 @@ class CoqVerifier:
     async def _locate(self, path: Path, build: _Build, keys: Sequence[str]) -> dict[str, str]:
         """The full name of each constant in ``keys``, as ``Locate`` gives it where the
         compiled file is loaded (names it does not resolve are left out)."""
-        flags = [*self.flags, "-Q", str(build.directory), LOGICAL_ROOT]
+        flags = [*self._flags(path), "-Q", str(build.directory), LOGICAL_ROOT]
         found: dict[str, str] = {}
-        async with CoqTop(flags, cwd=self.cwd or str(path.parent), executable=self.coqtop) as top:
+        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
             before = top.current
             reply = await top.send(f"Require {LOGICAL_ROOT}.{path.stem}.", self.compile_timeout)
             if reply.state == before:

@@ -28,6 +28,7 @@ import shutil
 import time
 import tomllib
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from ..provers.build import (
     FileBuild,
     ProjectFile,
     ProjectModel,
+    ReadersWriter,
     StepCallback,
 )
 from ..provers.process import run_command
@@ -159,6 +161,8 @@ class LakeBuilder:
         self.command = command.strip()
         self.timeout = timeout
         self.package, self.libraries = read_libraries(lakefile)
+        #: rebuilds write the ``.olean`` files that REPLs and checks read
+        self._access = ReadersWriter()
 
     def _modules(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
@@ -217,6 +221,12 @@ class LakeBuilder:
         return ProjectModel(self.root, kind, names, tuple(files), self.command or "lake build")
 
     async def build(
+        self, targets: Sequence[Path], on_step: StepCallback | None = None
+    ) -> BuildResult:
+        async with self._access.writing():
+            return await self._build(targets, on_step)
+
+    async def _build(
         self, targets: Sequence[Path], on_step: StepCallback | None = None
     ) -> BuildResult:
         started = time.monotonic()
@@ -290,13 +300,22 @@ class LakeBuilder:
             return self.command
         return " ".join(["lake", "build", *modules])
 
-    async def refresh(self, path: Path) -> None:
-        """Rebuild what ``path`` imports that changed, when Lake is there to do it."""
-        model = self.model()
-        if any(f.state is not FileBuild.BUILT for f in model.needed_by([path])) and (
-            self.command or shutil.which("lake")
-        ):
-            await self.build([path])
+    def checking(self, path: Path) -> AbstractAsyncContextManager[None]:
+        """Rebuild what ``path`` imports that changed, when Lake is there to do it; then,
+        for the block (``path``'s check), no rebuild replaces those ``.olean``."""
+
+        async def rebuild() -> None:
+            model = self.model()
+            if any(f.state is not FileBuild.BUILT for f in model.needed_by([path])) and (
+                self.command or shutil.which("lake")
+            ):
+                await self._build([path])
+
+        return self._access.writing_then_reading(rebuild)
+
+    def loading(self) -> AbstractAsyncContextManager[None]:
+        """For the block (a REPL importing ``.olean`` files), no rebuild runs."""
+        return self._access.reading()
 
     def explain(self, path: Path, output: str) -> str:
         """One line for a failed check of ``path``: an import without ``.olean`` names the

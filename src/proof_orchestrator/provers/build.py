@@ -13,8 +13,11 @@ The engine reaches both through :attr:`~.backend.ProjectTools.builder`;
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -27,6 +30,7 @@ __all__ = [
     "ProjectBuilder",
     "ProjectFile",
     "ProjectModel",
+    "ReadersWriter",
     "StepCallback",
 ]
 
@@ -154,12 +158,71 @@ class ProjectBuilder(Protocol):
         """Build every file ``targets`` need that is not up to date, in dependency order;
         a file whose dependency failed is not tried (:attr:`BuildResult.blocked`)."""
 
-    async def refresh(self, path: Path) -> None:
-        """Before ``path`` is checked again: rebuild what it needs that changed since
-        (a file a proof was written into, and everything between it and ``path``)."""
+    def checking(self, path: Path) -> AbstractAsyncContextManager[None]:
+        """For the block (a whole-file check of ``path``): first rebuild what ``path``
+        needs that changed since (a file a proof was written into, and everything
+        between it and ``path``), then keep those compiled files as they are until
+        the block ends (no other file's rebuild replaces them mid-check)."""
+
+    def loading(self) -> AbstractAsyncContextManager[None]:
+        """For the block (a session loading compiled files): no rebuild runs meanwhile."""
 
     def explain(self, path: Path, output: str) -> str:
         """One line for a failed compilation of ``path``: ``file:line: first error``."""
 
     def next_step(self, failures: Sequence[BuildFailure]) -> str:
         """What the user should run or fix, in one sentence."""
+
+
+class ReadersWriter:
+    """Many readers at once, or one writer; a writer that waits holds new readers back.
+
+    Readers are prover processes loading compiled files and whole-file checks;
+    the writer is a rebuild replacing them. :meth:`writing_then_reading` rebuilds
+    and then reads with no other writer in between.
+    """
+
+    def __init__(self) -> None:
+        self._writer = asyncio.Lock()
+        self._readers = 0
+        self._no_readers = asyncio.Event()
+        self._no_readers.set()
+
+    def _enter(self) -> None:
+        self._readers += 1
+        self._no_readers.clear()
+
+    def _leave(self) -> None:
+        self._readers -= 1
+        if self._readers == 0:
+            self._no_readers.set()
+
+    @contextlib.asynccontextmanager
+    async def reading(self) -> AsyncIterator[None]:
+        async with self._writer:  # waits for a rebuild under way or asked for
+            self._enter()
+        try:
+            yield
+        finally:
+            self._leave()
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[None]:
+        async with self._writer:
+            await self._no_readers.wait()
+            yield
+
+    @contextlib.asynccontextmanager
+    async def writing_then_reading(self, write: Callable[[], object]) -> AsyncIterator[None]:
+        """Run ``write()`` (awaited if it returns an awaitable) as the writer, then hold
+        the block as a reader, with no writer between the two."""
+        async with self._writer:
+            await self._no_readers.wait()
+            result = write()
+            if asyncio.iscoroutine(result):
+                await result
+            self._enter()
+        try:
+            yield
+        finally:
+            self._leave()

@@ -49,10 +49,20 @@ class FileStatus(enum.StrEnum):
     WRITE_FAILED = "write_failed"
     #: a file it imports could not be built; not checked
     NOT_BUILT = "not_built"
+    #: the whole-file check of its candidates could not run (the prover failed on
+    #: it); nothing written, the proofs stay candidates in the ledger
+    CHECK_FAILED = "check_failed"
 
 
 #: a file with holes in one of these was not checked (``orch fill`` exits 3)
-UNCHECKED = frozenset({FileStatus.DOES_NOT_COMPILE, FileStatus.NOT_BUILT, FileStatus.NO_PROVER})
+UNCHECKED = frozenset(
+    {
+        FileStatus.DOES_NOT_COMPILE,
+        FileStatus.NOT_BUILT,
+        FileStatus.NO_PROVER,
+        FileStatus.CHECK_FAILED,
+    }
+)
 
 
 @dataclass(slots=True)

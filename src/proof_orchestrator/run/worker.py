@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ..errors import FileChangedError, FileWriteError, ScriptRejected
+from ..errors import (
+    FileChangedError,
+    FileWriteError,
+    ProverError,
+    ScriptRejected,
+    SessionClosed,
+)
 from ..goals import Outcome
 from ..ledger import Ledger
 from ..scheduler.bandit import Bandit
@@ -307,6 +313,14 @@ class GoalRun:
         except FileChangedError as exc:
             state.report.status = FileStatus.CHANGED
             state.report.message = str(exc)
+            done = None
+        except ProverError as exc:
+            if isinstance(exc, SessionClosed):  # the run is closing
+                raise
+            # the check itself failed (a compiled file it loads could not be read,
+            # say): this file's proofs are not written; the other files go on
+            state.report.status = FileStatus.CHECK_FAILED
+            state.report.message = f"{state.path}: the whole-file check failed: {exc}"[:2000]
             done = None
         except FileWriteError as exc:
             # the file holds its old bytes; its proofs stay in the ledger (written:

@@ -14,6 +14,7 @@ and those left resting on nothing become closed without being run again.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,22 +84,24 @@ async def verify_and_write(
     ``holes`` are the holes of ``text`` as the run scanned them (scanned here
     when needed and not given); ``strict_holes`` refuses proofs that rest on holes.
     A file it imports that changed since it was built (a proof was written into
-    it) is rebuilt first, with the files between them.
+    it) is rebuilt first, with the files between them, and no other rebuild
+    replaces them during the check.
     """
-    if tools.builder is not None:
-        await tools.builder.refresh(path)
-    accepted = await verify_candidates(
-        path,
-        text,
-        candidates,
-        tools.verifier,
-        tools.declared_axioms(text),
-        ledger,
-        run_id,
-        version,
-        file_report,
-        strict_holes=strict_holes,
-    )
+    async with (
+        tools.builder.checking(path) if tools.builder is not None else contextlib.nullcontext()
+    ):
+        accepted = await verify_candidates(
+            path,
+            text,
+            candidates,
+            tools.verifier,
+            tools.declared_axioms(text),
+            ledger,
+            run_id,
+            version,
+            file_report,
+            strict_holes=strict_holes,
+        )
     final_text = render(path, text, patches_of(accepted))
     for item in accepted:
         hole, goal_report, goal_id = item
