@@ -15,11 +15,16 @@ import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
+from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.build import CoqBuilder, first_error
+from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.project import project_for
 from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.errors import ProverError
+from proof_orchestrator.provers.base import Verdict
 from proof_orchestrator.provers.build import FileBuild
+from proof_orchestrator.run.reports import FillOptions
+from proof_orchestrator.run.toolbox import tool_settings
 
 runner = CliRunner()
 
@@ -252,3 +257,28 @@ def test_a_check_that_fails_is_that_files_one_line_and_the_other_files_go_on(
     assert "Admitted." in (root / "theories" / "C.v").read_text(encoding="utf-8")
     assert "the whole-file check failed: cannot load the compiled OrchCheck.C" in output
     assert output.rstrip().splitlines()[-1].startswith("next: 1 file(s) could not be checked")
+
+
+async def test_a_file_checked_after_a_proof_was_written_into_a_file_it_requires(
+    project: Project,
+) -> None:
+    # C.v is compiled (the run's first check) against Lib.A as published; once A.v
+    # gets its proof and A.vo is rebuilt, C.v's check compiles C.v again rather than
+    # load what was compiled then ("makes inconsistent assumptions over library Lib.A")
+    a_hole = "Definition a := 1.\nLemma a1 : a = 1.\nProof.\nAdmitted.\n"
+    root = project({"A.v": a_hole, "B.v": B, "C.v": C})
+    a_path, c_path = root / "theories" / "A.v", root / "theories" / "C.v"
+    tools = CoqBackend().tools(c_path, tool_settings(FillOptions()))
+    try:
+        await tools.builder.build([a_path, c_path])
+        c_text = c_path.read_text(encoding="utf-8")
+        compiles, output = await tools.verifier.compiles(c_path, c_text)
+        assert compiles, output
+        a_path.write_text(a_hole.replace("Admitted.", "reflexivity. Qed."), encoding="utf-8")
+        (hole,) = scan_coq_text(c_path, c_text)
+        patched = c_text.replace("Admitted.", "reflexivity. Qed.")
+        async with tools.builder.checking(c_path):
+            result = await tools.verifier.verify(c_path, c_text, patched, [hole.goal])
+        assert result.verdict is Verdict.ACCEPTED, result.detail
+    finally:
+        await tools.aclose()

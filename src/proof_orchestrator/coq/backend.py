@@ -57,8 +57,13 @@ class CoqTools:
             settings=coq,
             throttle=throttle,
         )
+        builder = self.builder
         self.verifier = CoqVerifier(
-            self.builder.flags, cwd=str(project.root), coqc=coq.coqc, coqtop=coq.coqtop
+            builder.flags,
+            cwd=str(project.root),
+            coqc=coq.coqc,
+            coqtop=coq.coqtop,
+            load_path_generation=lambda: builder.generation,
         )
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:

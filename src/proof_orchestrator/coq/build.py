@@ -148,6 +148,9 @@ class CoqBuilder:
         self.timeout = timeout
         #: rebuilds write the ``.vo`` files that sessions and whole-file checks read
         self._access = ReadersWriter()
+        #: counts the builds that replaced a ``.vo``: a file compiled against the
+        #: ``.vo`` files of an earlier generation may not load with these
+        self.generation = 0
         self._graph: dict[Path, set[Path]] | None = None
 
     # -- the load path ------------------------------------------------------------------
@@ -397,6 +400,8 @@ class CoqBuilder:
             await self._run_users_command(graph, needed, result, on_step)
         else:
             await self._compile_each(graph, needed, result, on_step)
+        if result.built or (self.command and needed):
+            self.generation += 1
         failed = {f.path: f for f in result.failed}
         for source in [*needed, *(t.resolve() for t in targets)]:
             cause = next((failed[d] for d in self._closure(graph, source) if d in failed), None)

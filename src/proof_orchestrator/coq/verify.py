@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,8 +81,13 @@ class CoqVerifier:
         coqc: str = "coqc",
         coqtop: str = "coqtop",
         compile_timeout: float = 900.0,
+        load_path_generation: Callable[[], int] | None = None,
     ) -> None:
         self.flags = tuple(flags)
+        #: changes when the ``.vo`` files on the load path are rebuilt (a proof was
+        #: written into a file this one requires): a text compiled before must be
+        #: compiled again, or loading it fails with "inconsistent assumptions"
+        self.load_path_generation = load_path_generation or (lambda: 0)
         self.cwd = cwd
         self.coqc = coqc
         self.coqtop = coqtop
@@ -110,7 +115,8 @@ class CoqVerifier:
         self._scratch.close()
 
     async def _build(self, path: Path, text: str) -> _Build:
-        key = hashlib.sha256(f"{path.name}\x00{text}".encode()).hexdigest()
+        generation = self.load_path_generation()
+        key = hashlib.sha256(f"{generation}\x00{path.name}\x00{text}".encode()).hexdigest()
         cached = self._builds.get(key)
         if cached is not None:
             return cached
