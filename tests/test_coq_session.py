@@ -13,6 +13,7 @@ import pytest
 from proof_orchestrator.coq.holes import scan_coq_file
 from proof_orchestrator.coq.session import CoqProver, CoqSettings
 from proof_orchestrator.errors import PrefixError
+from proof_orchestrator.project.statedir import ScratchFolder
 from proof_orchestrator.provers.base import TacticStatus
 
 SOURCE = """\
@@ -215,3 +216,24 @@ async def test_the_memory_setting_reaches_every_coqtop(write_v: Callable[[str, s
         soft, _ = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
         assert soft == 2500 * 1024**2
     await prover.aclose()
+
+
+async def test_coqtop_runs_in_the_work_folder_which_is_its_tmpdir_and_goes_at_close(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    # CoqHammer's temporary files (/tmp/predict*) are left behind when a process
+    # is killed at its timeout: with TMPDIR in the work folder they go with it
+    path = write_v("S.v", SOURCE)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver(workdir=ScratchFolder(path.parent, "session"))
+    async with prover.session(hole.goal, SOURCE, hole.prefix_end) as session:
+        top = session._top
+        assert top is not None
+        assert top.pid is not None
+        process = psutil.Process(top.pid)
+        folder = Path(process.cwd())
+        assert folder.parent == path.parent / ".orch" / "tmp"
+        assert process.environ()["TMPDIR"] == str(folder)
+        (folder / "predict123").touch()  # what a killed hammer leaves
+    await prover.aclose()
+    assert not folder.exists()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -82,6 +83,7 @@ class CoqTop:
         flags: Sequence[str] = (),
         *,
         cwd: str | None = None,
+        temp_dir: str | None = None,
         executable: str = "coqtop",
         start_timeout: float = 60.0,
         reply_cap: int = DEFAULT_REPLY_CAP,
@@ -90,6 +92,8 @@ class CoqTop:
     ) -> None:
         self._argv = [executable, "-q", "-emacs", *flags]
         self._cwd = cwd
+        #: the process's ``TMPDIR`` (None: ours): where plugins put their temporary files
+        self._temp_dir = temp_dir
         self._start_timeout = start_timeout
         self._reply_cap = reply_cap
         self._proc: asyncio.subprocess.Process | None = None
@@ -124,7 +128,10 @@ class CoqTop:
             raise SessionClosed(
                 f"cannot restart a coqtop in state {self.state.value}; make a new one"
             )
-        self._proc = await spawn(self._argv, cwd=self._cwd, memory_bytes=self._memory_bytes)
+        env = None if self._temp_dir is None else {**os.environ, "TMPDIR": self._temp_dir}
+        self._proc = await spawn(
+            self._argv, cwd=self._cwd, env=env, memory_bytes=self._memory_bytes
+        )
         self.state = CoqTopState.OPEN
         self._reader = asyncio.create_task(
             self._read_loop(), name=f"coqtop-reader-{self._proc.pid}"

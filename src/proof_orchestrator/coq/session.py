@@ -536,9 +536,13 @@ class CoqProver:
                 self._loaded[id(top)] = loaded
                 return top
             await top.aclose()
+        # in the work folder, which is also its TMPDIR: CoqHammer's temporary files
+        # (``/tmp/predict*``), left behind when a timed-out process is killed, go with it
+        workdir = str(self.workdir.path()) if self.workdir is not None else None
         top = CoqTop(
             self.flags,
-            cwd=str(self.workdir.path()) if self.workdir is not None else self.cwd,
+            cwd=workdir or self.cwd,
+            temp_dir=workdir,
             executable=self.settings.coqtop,
             start_timeout=self.settings.start_timeout,
             throttle=self.throttle,
