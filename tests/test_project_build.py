@@ -280,5 +280,8 @@ async def test_a_file_checked_after_a_proof_was_written_into_a_file_it_requires(
         async with tools.builder.checking(c_path):
             result = await tools.verifier.verify(c_path, c_text, patched, [hole.goal])
         assert result.verdict is Verdict.ACCEPTED, result.detail
+        # A, and B between A and C, compiled again; counted for the run's report
+        assert tools.builder.rebuilt_files == 2
+        assert tools.builder.rebuild_cpu_seconds > 0
     finally:
         await tools.aclose()

@@ -98,6 +98,7 @@ def fill_json(report: FillReport) -> dict[str, Any]:
                 "status": f.status.value,
                 "written": f.written,
                 "message": f.message,
+                "verify_cpu_seconds": round(f.verify_cpu_seconds, 3),
                 "goals": [
                     {
                         "name": g.goal.name,

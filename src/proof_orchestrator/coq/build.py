@@ -151,6 +151,8 @@ class CoqBuilder:
         #: counts the builds that replaced a ``.vo``: a file compiled against the
         #: ``.vo`` files of an earlier generation may not load with these
         self.generation = 0
+        self.rebuilt_files = 0
+        self.rebuild_cpu_seconds = 0.0
         self._graph: dict[Path, set[Path]] | None = None
 
     # -- the load path ------------------------------------------------------------------
@@ -371,7 +373,9 @@ class CoqBuilder:
         async def rebuild() -> None:
             graph = self._graph if self._graph is not None else await self._read_graph_async()
             if path.resolve() in graph:
-                await self._build(graph, [path], None)
+                result = await self._build(graph, [path], None)
+                self.rebuilt_files += len(result.built)
+                self.rebuild_cpu_seconds += result.cpu_seconds
 
         return self._access.writing_then_reading(rebuild)
 

@@ -163,6 +163,8 @@ class LakeBuilder:
         self.package, self.libraries = read_libraries(lakefile)
         #: rebuilds write the ``.olean`` files that REPLs and checks read
         self._access = ReadersWriter()
+        self.rebuilt_files = 0
+        self.rebuild_cpu_seconds = 0.0
 
     def _modules(self) -> dict[str, Path]:
         found: dict[str, Path] = {}
@@ -309,7 +311,9 @@ class LakeBuilder:
             if any(f.state is not FileBuild.BUILT for f in model.needed_by([path])) and (
                 self.command or shutil.which("lake")
             ):
-                await self._build([path])
+                result = await self._build([path])
+                self.rebuilt_files += len(result.built)
+                self.rebuild_cpu_seconds += result.cpu_seconds
 
         return self._access.writing_then_reading(rebuild)
 

@@ -149,6 +149,11 @@ StepCallback = Callable[[BuildStep], None]
 class ProjectBuilder(Protocol):
     """Reads one project and builds what its files with holes need."""
 
+    #: files compiled again during the run, before a check (after a proof was
+    #: written into a file they need), and the CPU seconds that took
+    rebuilt_files: int
+    rebuild_cpu_seconds: float
+
     def model(self) -> ProjectModel:
         """The project as it is on disk now (reads files; may run the dependency tool)."""
 

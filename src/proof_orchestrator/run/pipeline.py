@@ -245,6 +245,10 @@ async def fill(
             except Exception as exc:
                 log.warning("the Ray workers' figures could not be collected: %r", exc)
             await executor.aclose()
+        rebuilt, rebuild_cpu = tools.rebuilds()
+        if rebuilt:
+            report.build["rebuilt"] = rebuilt
+            report.build["rebuild_cpu_seconds"] = round(rebuild_cpu, 3)
         await tools.aclose()
         report.wall_seconds = time.monotonic() - started
         summary = summarize(report)

@@ -50,6 +50,14 @@ class Toolbox:
     def __len__(self) -> int:
         return len(self._tools)
 
+    def rebuilds(self) -> tuple[int, float]:
+        """Files compiled again during the run before a check, and their CPU seconds."""
+        builders = [t.builder for t in self._tools.values() if t.builder is not None]
+        return (
+            sum(b.rebuilt_files for b in builders),
+            sum(b.rebuild_cpu_seconds for b in builders),
+        )
+
     async def aclose(self) -> None:
         tools, self._tools = list(self._tools.values()), {}
         for project_tools in tools:
