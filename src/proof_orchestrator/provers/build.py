@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,14 +218,14 @@ class ReadersWriter:
             yield
 
     @contextlib.asynccontextmanager
-    async def writing_then_reading(self, write: Callable[[], object]) -> AsyncIterator[None]:
-        """Run ``write()`` (awaited if it returns an awaitable) as the writer, then hold
-        the block as a reader, with no writer between the two."""
+    async def writing_then_reading(
+        self, write: Callable[[], Awaitable[object]]
+    ) -> AsyncIterator[None]:
+        """Await ``write()`` as the writer, then hold the block as a reader, with no
+        writer between the two."""
         async with self._writer:
             await self._no_readers.wait()
-            result = write()
-            if asyncio.iscoroutine(result):
-                await result
+            await write()
             self._enter()
         try:
             yield
