@@ -136,6 +136,23 @@ async def test_gate_holds_requests_while_the_bucket_is_empty() -> None:
     assert time.monotonic() - started >= 0.045
 
 
+async def test_gate_lets_requests_go_once_the_debt_is_repaid_at_a_recovered_rate() -> None:
+    # a debt taken while the machine looked busy (rate at its floor) would mean a
+    # 20 s wait at that rate; the rate recovers and the bucket refills in 0.1 s
+    governor = CpuGovernor(0.5, max_slots=1, interval=0.02)
+    governor.rate = 0.1
+    governor.tokens = -2.0
+
+    async def refill() -> None:
+        await asyncio.sleep(0.1)
+        governor.rate = 1.0
+        governor.tokens = 0.1
+
+    started = time.monotonic()
+    await asyncio.gather(governor.gate(), refill())
+    assert 0.09 <= time.monotonic() - started < 1.0
+
+
 def test_priority_prefers_user_choice_dependents_and_easy_goals() -> None:
     base = priority("Lemma a : forall n : nat, n = n.")
     assert priority("Lemma a : forall n : nat, n = n.", user=10) > base

@@ -165,9 +165,19 @@ class CpuGovernor:
         Provers call this before every request, so the average CPU use follows
         the target even when one session alone would use more or less of it.
         """
-        if self.tokens < 0 and not self.whole_machine:
-            # the bucket refills at `rate`: sleep exactly until the debt is repaid
-            await asyncio.sleep(-self.tokens / self.rate)
+        if self.tokens >= 0 or self.whole_machine:
+            return
+        # the bucket refills at `rate`: wait at most until the debt is repaid at the
+        # rate of now, but look again every interval. The rate drops to a twentieth
+        # while the machine looks busy (CoqHammer's ATPs, which are not metered as
+        # ours, for a few seconds): a wait fixed at that rate would hold every
+        # request back for ten times the debt after the machine is quiet again.
+        deadline = time.monotonic() - self.tokens / self.rate
+        while self.tokens < 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.sleep(min(left, self.interval))
 
     # -- measuring ------------------------------------------------------------
 
