@@ -114,10 +114,12 @@ def test_an_expired_lease_returns_the_ticket_to_open(any_ledger_url: str) -> Non
     ledger = Ledger(any_ledger_url)
     try:
         ticket_id = _publish(ledger)
-        claimed = ledger.claim_ticket("slow-worker", 0.2, ticket_id)
+        # a lease long enough that a loaded machine cannot let it run out between
+        # the two claims (0.2 s did, on a fresh clone's CI-like run)
+        claimed = ledger.claim_ticket("slow-worker", 2.0, ticket_id)
         assert claimed is not None
         assert ledger.claim_ticket("other", 300, ticket_id) is None  # leased
-        time.sleep(0.5)
+        time.sleep(2.3)
         assert ledger.expire_leases() == 1
         ticket = ledger.ticket(ticket_id)
         assert ticket is not None
