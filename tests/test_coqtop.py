@@ -12,7 +12,13 @@ import psutil
 import pytest
 
 from proof_orchestrator.coq.coqtop import CoqTop, CoqTopState
-from proof_orchestrator.errors import ProverCrashed, ProverDesync, ProverHung, SessionClosed
+from proof_orchestrator.errors import (
+    ProverCrashed,
+    ProverDesync,
+    ProverHung,
+    ProverReplyTooLarge,
+    SessionClosed,
+)
 from proof_orchestrator.provers.process import DescendantMeter
 from proof_orchestrator.provers.tasks import cancel_and_wait
 
@@ -125,6 +131,29 @@ async def test_prover_runs_under_the_memory_cap(monkeypatch: pytest.MonkeyPatch)
         assert top.pid is not None
         soft, hard = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
         assert soft == hard == 3000 * 1024**2
+
+
+async def test_a_reply_past_the_byte_cap_kills_the_process() -> None:
+    async with CoqTop(reply_cap=2000) as top:
+        small = await top.send("Check 0.", 10.0)
+        assert "nat" in small.output
+        with pytest.raises(ProverReplyTooLarge, match="2000 bytes"):
+            await top.send("Search nat.", 30.0)  # about 6 kB
+        assert not top.alive
+        assert top.returncode is not None
+
+
+async def test_many_replies_in_one_read_are_cut_apart_in_order() -> None:
+    # forty quick sentences in one write: coqtop's answers arrive in a few
+    # chunks, some holding many prompts, some ending inside one
+    async with CoqTop() as top:
+        lines = [f"Check {n}." for n in range(40)]
+        replies = await top.send_many(lines, 10.0)
+        assert [r.output.split(":")[0].strip() for r in replies] == [str(n) for n in range(40)]
+        states = [r.state for r in replies]
+        assert states == sorted(states)
+        assert len(set(states)) == 40
+        assert (await top.send("Check true.", 10.0)).output.startswith("true")
 
 
 async def test_a_request_past_its_cpu_limit_is_killed() -> None:

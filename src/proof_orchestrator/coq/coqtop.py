@@ -11,19 +11,22 @@ Protocol facts this driver relies on (checked against Coq 8.16):
 * after an error coqtop discards the rest of the input line.
 
 So the driver sends exactly one sentence per line and frames replies by
-prompt. A background reader task cuts the byte stream into replies and puts
-them on a queue; a reply that nobody asked for (the stream is out of step with
-the requests) is found on the queue before the next request is written, and
-the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
+prompt. The process's output goes straight from the event loop's read callback
+to a :class:`_ReplyStream`, which cuts it into replies as it arrives and wakes
+the request waiting for one; a reply that nobody asked for (the stream is out
+of step with the requests) is found there before the next request is written,
+and the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -39,7 +42,6 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..provers.process import CpuReader, DescendantMeter, spawn, stop_process
-from ..provers.tasks import cancel_and_wait
 from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
@@ -75,6 +77,118 @@ class _Fault:
     error: Exception
 
 
+class _ReplyStream:
+    """coqtop's output, cut into replies as the event loop receives it.
+
+    :meth:`feed` and :meth:`eof` are called from the loop's read callback
+    (see :func:`~proof_orchestrator.provers.process.spawn`); a reply parsed
+    there wakes the request waiting in :meth:`next` directly.
+    """
+
+    def __init__(self, reply_cap: int) -> None:
+        self.items: deque[Reply | _Fault] = deque()
+        self._reply_cap = reply_cap
+        self._buffer = b""
+        self._scanned = 0  # a prompt sits on one line: the lines before this offset hold none
+        self._waiter: asyncio.Future[bool] | None = None
+        self._closed = False
+
+    def feed(self, data: bytes) -> None:
+        if self._closed:
+            return
+        buffer = self._buffer + data
+        # a chunk can hold many replies (a batch): cut them at offsets and drop
+        # what was read once at the end, not once per reply
+        taken = 0
+        while True:
+            match = _PROMPT.search(buffer, max(taken, self._scanned))
+            if match is None:
+                self._scanned = max(taken, buffer.rfind(b"\n") + 1) - taken
+                break
+            if match.start() - taken > self._reply_cap:
+                self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
+                return
+            output = buffer[taken : match.start()].decode(errors="replace")
+            taken = match.end()
+            self.items.append(
+                Reply(
+                    output=output.strip("\n"),
+                    state=int(match.group(2)),
+                    proof=match.group(1).decode(errors="replace"),
+                    wall_seconds=0.0,
+                    cpu_seconds=0.0,
+                )
+            )
+        self._buffer = buffer[taken:] if taken else buffer
+        if len(self._buffer) > self._reply_cap:
+            self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
+        self._wake()
+
+    def eof(self) -> None:
+        tail = self._buffer.decode(errors="replace").strip()
+        self.fail(ProverCrashed(f"coqtop exited (EOF); last output: {tail[-500:]!r}"))
+
+    def fail(self, error: Exception) -> None:
+        """End the stream: the next :meth:`next` (or the one waiting) gets ``error``."""
+        if self._closed:
+            return
+        self._closed = True
+        self._buffer = b""
+        self.items.append(_Fault(error))
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.items and self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(False)
+
+    async def next(self, timeout: float, alarm: _Alarm | None = None) -> Reply | _Fault | None:
+        """The next reply (or the fault that ended the stream); None after ``timeout`` seconds.
+
+        ``alarm`` rings once if it comes due while waiting (one timer serves
+        both: most replies come before either).
+        """
+        if self.items:
+            return self.items.popleft()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            wake_at = deadline if alarm is None or alarm.rung else min(deadline, alarm.at)
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_at(wake_at, _settle, waiter)
+            try:
+                timed_out = await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if self.items:
+                return self.items.popleft()
+            if timed_out:
+                if wake_at >= deadline:
+                    return None
+                assert alarm is not None
+                alarm.ring()
+
+
+@dataclass(slots=True)
+class _Alarm:
+    """Something to do once a request has taken until ``at`` (event-loop time)."""
+
+    at: float
+    action: Callable[[], None]
+    rung: bool = False
+
+    def ring(self) -> None:
+        if not self.rung:
+            self.rung = True
+            self.action()
+
+
+def _settle(waiter: asyncio.Future[bool]) -> None:
+    """The timer's end of a wait: wake the waiter, saying the time is up."""
+    if not waiter.done():
+        waiter.set_result(True)
+
+
 class CoqTop:
     """Owner of one coqtop process. Use as ``async with CoqTop(...) as top``."""
 
@@ -95,10 +209,8 @@ class CoqTop:
         #: the process's ``TMPDIR`` (None: ours): where plugins put their temporary files
         self._temp_dir = temp_dir
         self._start_timeout = start_timeout
-        self._reply_cap = reply_cap
         self._proc: asyncio.subprocess.Process | None = None
-        self._replies: asyncio.Queue[Reply | _Fault] = asyncio.Queue()
-        self._reader: asyncio.Task[None] | None = None
+        self._replies = _ReplyStream(reply_cap)
         self._lock = asyncio.Lock()
         self.state = CoqTopState.UNOPENED
         #: state number of the last prompt
@@ -130,12 +242,13 @@ class CoqTop:
             )
         env = None if self._temp_dir is None else {**os.environ, "TMPDIR": self._temp_dir}
         self._proc = await spawn(
-            self._argv, cwd=self._cwd, env=env, memory_bytes=self._memory_bytes
+            self._argv,
+            cwd=self._cwd,
+            env=env,
+            memory_bytes=self._memory_bytes,
+            stdout_sink=self._replies,
         )
         self.state = CoqTopState.OPEN
-        self._reader = asyncio.create_task(
-            self._read_loop(), name=f"coqtop-reader-{self._proc.pid}"
-        )
         try:
             first = await self._next_reply(self._start_timeout)
         except ProverHung as exc:
@@ -147,14 +260,13 @@ class CoqTop:
         self.current = first.state
 
     async def aclose(self) -> None:
-        """Stop the process and the reader. Idempotent."""
+        """Stop the process. Idempotent."""
         if self.state is CoqTopState.CLOSED:
             return
         self.refresh_cpu()  # last reading before the process goes
         self.state = CoqTopState.CLOSED
         if self._proc is not None:
             await stop_process(self._proc)
-        await cancel_and_wait(self._reader)
         if self._cpu is not None:
             self._cpu.close()
 
@@ -274,7 +386,7 @@ class CoqTop:
             await self._throttle()  # the CPU governor may hold us back here
         async with self._lock:
             self._check_usable()
-            if not self._replies.empty():
+            if self._replies.items:
                 await self._poison(ProverDesync("coqtop sent a reply nobody asked for; killed it"))
             proc = self._proc
             if proc is None or proc.stdin is None:
@@ -289,11 +401,12 @@ class CoqTop:
             self.requests += len(lines)
             meter = self._descendants() if measure else None
             # most replies come within milliseconds: the sampler starts only
-            # once a reply has taken one interval (a timer is cheaper than a task)
+            # once the request has taken one interval (an alarm is cheaper than a task)
             watch: list[asyncio.Task[None]] = []
-            timer = (
-                asyncio.get_running_loop().call_later(
-                    meter.interval, self._start_watch, watch, meter, cpu_before, cpu_limit
+            alarm = (
+                _Alarm(
+                    asyncio.get_running_loop().time() + meter.interval,
+                    functools.partial(self._start_watch, watch, meter, cpu_before, cpu_limit),
                 )
                 if meter is not None
                 else None
@@ -301,7 +414,8 @@ class CoqTop:
             raw: list[tuple[Reply, float]] = []
             try:
                 for _ in lines:
-                    raw.append((await self._next_reply(timeout), time.monotonic() - started))
+                    reply = await self._next_reply(timeout, alarm)
+                    raw.append((reply, time.monotonic() - started))
             except asyncio.CancelledError:
                 # its answer would arrive unasked for: the process is out of step now.
                 # (SIGINT would keep it, but coqtop 8.16 often ends up unusable after one.)
@@ -309,8 +423,6 @@ class CoqTop:
                 await asyncio.shield(self.aclose())
                 raise
             finally:
-                if timer is not None:
-                    timer.cancel()
                 for sampler in watch:
                     sampler.cancel()
                 if meter is not None and time.monotonic() - started > meter.interval:
@@ -367,12 +479,10 @@ class CoqTop:
         while True:
             meter.sample()
             if cpu_limit is not None and self.refresh_cpu() - cpu_before > cpu_limit:
-                await self._replies.put(
-                    _Fault(
-                        ProverHung(
-                            f"the request used more than {cpu_limit:.1f} CPU seconds "
-                            "(coqtop and its helpers); its process group was killed"
-                        )
+                self._replies.fail(
+                    ProverHung(
+                        f"the request used more than {cpu_limit:.1f} CPU seconds "
+                        "(coqtop and its helpers); its process group was killed"
                     )
                 )
                 return
@@ -383,63 +493,19 @@ class CoqTop:
         await self.aclose()
         raise error
 
-    async def _next_reply(self, timeout: float) -> Reply:
-        try:
-            async with asyncio.timeout(timeout):
-                item = await self._replies.get()
-        except TimeoutError:
+    async def _next_reply(self, timeout: float, alarm: _Alarm | None = None) -> Reply:
+        item = await self._replies.next(timeout, alarm)
+        if item is None:
             await self._poison(
                 ProverHung(
                     f"coqtop gave no prompt within {timeout:.1f}s; its process group was killed"
                 )
             )
-            raise  # unreachable: _poison raises
+            raise AssertionError("unreachable: _poison raises")
         if isinstance(item, _Fault):
             await self._poison(item.error)
             raise item.error  # unreachable
         return item
-
-    async def _read_loop(self) -> None:
-        proc = self._proc
-        if proc is None or proc.stdout is None:
-            return
-        buffer = b""
-        scanned = 0  # a prompt sits on one line: the lines before this offset hold none
-        while True:
-            chunk = await proc.stdout.read(65536)
-            if not chunk:
-                tail = buffer.decode(errors="replace").strip()
-                await self._replies.put(
-                    _Fault(ProverCrashed(f"coqtop exited (EOF); last output: {tail[-500:]!r}"))
-                )
-                return
-            buffer += chunk
-            # a chunk can hold many replies (a batch): cut them at offsets and drop
-            # what was read once at the end, not once per reply
-            taken = 0
-            while True:
-                match = _PROMPT.search(buffer, max(taken, scanned))
-                if match is None:
-                    scanned = max(taken, buffer.rfind(b"\n") + 1) - taken
-                    break
-                output = buffer[taken : match.start()].decode(errors="replace")
-                taken = match.end()
-                self._replies.put_nowait(
-                    Reply(
-                        output=output.strip("\n"),
-                        state=int(match.group(2)),
-                        proof=match.group(1).decode(errors="replace"),
-                        wall_seconds=0.0,
-                        cpu_seconds=0.0,
-                    )
-                )
-            if taken:
-                buffer = buffer[taken:]
-            if len(buffer) > self._reply_cap:
-                await self._replies.put(
-                    _Fault(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
-                )
-                return
 
 
 def _one_sentence_line(sentence: str) -> str:

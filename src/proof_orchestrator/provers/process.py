@@ -18,6 +18,7 @@ import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import psutil
 
@@ -219,6 +220,39 @@ def resolve(executable: str) -> str:
     return path
 
 
+class OutputSink(Protocol):
+    """Takes a child's standard output as the event loop receives it."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def eof(self) -> None: ...
+
+
+class _SinkProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The protocol of :func:`asyncio.create_subprocess_exec`, with stdout handed to a sink.
+
+    The sink is called from the event loop's read callback, so a reply parsed
+    there wakes its waiter directly: no reader task, no queue, one event-loop
+    turn less per exchange (a benchmark makes tens of thousands). The
+    process's ``stdout`` stream stays empty.
+    """
+
+    def __init__(self, sink: OutputSink, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._sink = sink
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd == 1:
+            self._sink.feed(data if isinstance(data, bytes) else data.encode())
+        else:
+            super().pipe_data_received(fd, data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        super().pipe_connection_lost(fd, exc)
+        if fd == 1:
+            self._sink.eof()
+
+
 async def spawn(
     argv: Sequence[str],
     *,
@@ -226,22 +260,45 @@ async def spawn(
     env: Mapping[str, str] | None = None,
     merge_stderr: bool = True,
     memory_bytes: int | None = None,
+    stdout_sink: OutputSink | None = None,
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` in its own session with pipes and a memory cap.
 
-    ``memory_bytes`` defaults to ``ORCH_PROVER_MEMORY_MB`` or 4 GiB.
+    ``memory_bytes`` defaults to ``ORCH_PROVER_MEMORY_MB`` or 4 GiB. With
+    ``stdout_sink``, standard output goes to the sink as it arrives instead
+    of to ``proc.stdout``.
     """
     limit = memory_bytes if memory_bytes is not None else memory_limit()
-    proc = await asyncio.create_subprocess_exec(
-        resolve(argv[0]),
-        *argv[1:],
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE,
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        start_new_session=True,
-    )
+    program = resolve(argv[0])
+    stderr = asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE
+    environment = dict(env) if env is not None else None
+    if stdout_sink is None:
+        proc = await asyncio.create_subprocess_exec(
+            program,
+            *argv[1:],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+        )
+    else:
+        # what create_subprocess_exec does, with the sink's protocol
+        loop = asyncio.get_running_loop()
+        sink = stdout_sink
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _SinkProtocol(sink, 2**16, loop),
+            program,
+            *argv[1:],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            cwd=cwd,
+            env=environment,
+            start_new_session=True,
+        )
+        proc = asyncio.subprocess.Process(transport, protocol, loop)
     _limit_memory(proc.pid, limit)
     with contextlib.suppress(psutil.NoSuchProcess):
         _LIVE[proc.pid] = psutil.Process(proc.pid)
