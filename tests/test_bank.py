@@ -80,6 +80,10 @@ async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> No
     assert result["overhead"]["live_publishes"] >= 1
     live_cpu = result["overhead"]["live_publisher_cpu_seconds"]
     assert 0 < live_cpu < result["overhead"]["orchestrator_cpu_seconds"]
+    # the round trips to coqtop were counted, each carrying one or more sentences
+    overhead = result["overhead"]
+    assert 0 < overhead["prover_writes"] <= overhead["prover_requests"]
+    assert overhead["orchestrator_ms_per_write"] > 0
     assert (bank / "coq" / "BankBool.v").read_text().count(
         "Admitted."
     ) == 27  # the bank itself is untouched

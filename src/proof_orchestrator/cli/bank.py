@@ -143,7 +143,9 @@ def bank_command(
         f"p90 {trace['p90']:.2f} over {trace['samples']} samples. Orchestrator CPU "
         f"{overhead['orchestrator_cpu_seconds']:.1f} s = {overhead['ratio'] or 0:.1%} "
         f"of prover CPU "
-        f"{overhead['prover_cpu_seconds']:.1f} s."
+        f"{overhead['prover_cpu_seconds']:.1f} s "
+        f"({overhead['prover_writes']} writes to provers, "
+        f"{overhead['orchestrator_ms_per_write'] or 0:.2f} ms of orchestrator CPU each)."
         f"\nResult: {path}"
     )
     if result.get("nodes"):

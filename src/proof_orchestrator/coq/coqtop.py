@@ -41,7 +41,7 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
-from ..provers.process import CpuReader, DescendantMeter, spawn, stop_process
+from ..provers.process import TRAFFIC, CpuReader, DescendantMeter, spawn, stop_process
 from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
@@ -399,6 +399,7 @@ class CoqTop:
             except (BrokenPipeError, ConnectionResetError) as exc:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
             self.requests += len(lines)
+            TRAFFIC.count(len(lines))
             meter = self._descendants() if measure else None
             # most replies come within milliseconds: the sampler starts only
             # once the request has taken one interval (an alarm is cheaper than a task)

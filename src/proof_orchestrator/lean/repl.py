@@ -45,7 +45,7 @@ from ..errors import (
     ProverRequestError,
     SessionClosed,
 )
-from ..provers.process import process_cpu_seconds, spawn, stop_process
+from ..provers.process import TRAFFIC, process_cpu_seconds, spawn, stop_process
 from ..provers.tasks import cancel_and_wait
 
 __all__ = [
@@ -350,6 +350,7 @@ class LeanRepl:
                 raise SessionClosed(f"the Lean REPL is closed{why}")
             assert proc.stdin is not None
             self.requests += 1
+            TRAFFIC.count(1)
             try:
                 proc.stdin.write(body.encode() + b"\n\n")
                 await asyncio.wait_for(proc.stdin.drain(), timeout)

@@ -28,6 +28,24 @@ from ..errors import ProverHung, ProverNotFound
 _LIVE: dict[int, psutil.Process] = {}
 
 
+@dataclass
+class Traffic:
+    """What this process has written to its provers: the bank divides its own CPU by it."""
+
+    #: writes (round trips: a batch of sentences is one)
+    writes: int = 0
+    #: requests in those writes (sentences, REPL commands)
+    requests: int = 0
+
+    def count(self, requests: int) -> None:
+        self.writes += 1
+        self.requests += requests
+
+
+#: this process's prover traffic since it started
+TRAFFIC = Traffic()
+
+
 def live_processes() -> list[psutil.Process]:
     """Prover processes started by this process that are still running."""
     return list(_LIVE.values())

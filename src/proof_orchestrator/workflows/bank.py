@@ -27,7 +27,7 @@ from ..backends import load_source
 from ..errors import PathNotFound
 from ..goals import Outcome
 from ..ledger import Ledger
-from ..provers.process import run_command
+from ..provers.process import TRAFFIC, run_command
 from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
 from ..scheduler.governor import CpuGovernor, trace_summary
 
@@ -114,6 +114,7 @@ async def run_bank(
     governor = CpuGovernor.for_settings(options.orch, sessions)
     self_before = resource.getrusage(resource.RUSAGE_SELF)
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    traffic_before = dataclasses.replace(TRAFFIC)
     started = time.monotonic()
     first: tuple[FillReport, dict[str, Any], Path] | None = None
     round_summaries: list[dict[str, Any]] = []
@@ -166,6 +167,8 @@ async def run_bank(
     wall = time.monotonic() - started
     self_after = resource.getrusage(resource.RUSAGE_SELF)
     children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    writes = TRAFFIC.writes - traffic_before.writes
+    requests = TRAFFIC.requests - traffic_before.requests
     own = (self_after.ru_utime - self_before.ru_utime) + (
         self_after.ru_stime - self_before.ru_stime
     )
@@ -204,6 +207,12 @@ async def run_bank(
         "orchestrator_cpu_seconds": round(own, 3),
         "prover_cpu_seconds": round(provers, 3),
         "ratio": round(own / provers, 4) if provers else None,
+        # the prover traffic of this process (the in-process executor's; a worker
+        # process's is its own): the share moves with the provers' CPU, the CPU
+        # per round trip does not
+        "prover_writes": writes,
+        "prover_requests": requests,
+        "orchestrator_ms_per_write": round(1000 * own / writes, 3) if writes else None,
         # part of the orchestrator's own CPU: building and writing the live state
         "live_publisher_cpu_seconds": round(
             sum(float(r["live_publisher"].get("cpu_seconds", 0.0)) for r in round_summaries), 4
