@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,20 @@ async def test_every_goal_gets_every_arm_and_a_checked_verdict(tmp_path: Path) -
     assert result["baselines_union"] >= result["arms"]["hammer"]["solved"]
 
 
+async def test_a_stdlib_file_is_evaluated_in_place_under_its_own_name(tmp_path: Path) -> None:
+    """``Sets/Constructive_sets.v`` starts with ``Require Export Ensembles.``: its
+    folder must not be mapped under the empty name, or ``Ensembles.vo`` (which
+    holds ``Coq.Sets.Ensembles``) is refused and every goal fails to load."""
+    where = subprocess.check_output(["coqc", "-where"], text=True).strip()
+    path = Path(where) / "theories" / "Sets" / "Constructive_sets.v"
+    if not path.is_file():
+        pytest.skip(f"Coq's library sources are not installed ({path} is missing)")
+    result = await evaluate([path], budget=5, only=["Noone_in_empty"])
+    assert result["goals"] == 1
+    (row,) = result["rows"]
+    assert row["arms"]["portfolio"]["solved"], row["arms"]["portfolio"]["note"]
+
+
 async def test_files_that_hammer_loads_are_refused(tmp_path: Path) -> None:
     loaded = tmp_path / "theories" / "Lists" / "List.v"
     loaded.parent.mkdir(parents=True)
@@ -115,6 +130,11 @@ async def test_goals_past_a_failing_proof_are_reported_apart_not_scored(tmp_path
     ((skipped),) = result["unloadable"]
     assert skipped["name"] == "fine"
     assert "reflexivity" in skipped["reason"]
+    # the portfolio alone: its strategies all fail on the prefix, and the goal is
+    # still reported as not loadable, not as the portfolio's failure
+    alone = await evaluate([path], budget=2)
+    assert [r["name"] for r in alone["rows"]] == ["wrong"]
+    assert [r["name"] for r in alone["unloadable"]] == ["fine"]
 
 
 async def test_the_hammer_baseline_is_hammer_as_its_users_run_it(tmp_path: Path) -> None:

@@ -308,3 +308,6 @@ def test_the_working_folder_is_mapped_only_where_no_mapping_would_be_remapped(
     assert working_folder_flags(inside, ("-R", str(tmp_path), "Lib")) == ()
     elsewhere = ("-Q", "/usr/lib/ocaml/coq/user-contrib/Other", "Other")
     assert working_folder_flags(inside, elsewhere)[:2] == ("-Q", str(inside.resolve()))
+    # a folder of Coq's own library is mapped by Coq already, under its real name
+    stdlib_sets = Path(subprocess.check_output(["coqc", "-where"], text=True).strip())
+    assert working_folder_flags(stdlib_sets / "theories" / "Sets", ()) == ()

@@ -104,6 +104,7 @@ def eval_command(
     if result["unloadable"]:
         out.print(
             f"{len(result['unloadable'])} goal(s) not scored: their file does not load up to "
-            "them with CoqHammer loaded in front (see 'unloadable' in the JSON)"
+            "them in the evaluation's session, which loads CoqHammer in front "
+            "(the reasons are under 'unloadable' in the JSON)"
         )
     out.print(f"Result: {path}")

@@ -49,7 +49,10 @@ class CoqTools:
         # the project's load path, then its .orch/build mirror (which wins where both have a
         # .vo); coqtop and coqc run in scratch folders, with the project's root in the load
         # path as if they ran there
-        flags = (*working_folder_flags(project.root, self.builder.flags), *self.builder.flags)
+        flags = (
+            *working_folder_flags(project.root, self.builder.flags, coq.coqc),
+            *self.builder.flags,
+        )
         self.prover = CoqProver(
             flags,
             cwd=str(project.root),

@@ -14,7 +14,10 @@ step).
 
 from __future__ import annotations
 
+import functools
+import os
 import shlex
+import subprocess
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +26,7 @@ import sexpdata
 
 __all__ = [
     "CoqProject",
+    "coq_library_folders",
     "find_coqproject",
     "load_coqproject",
     "load_dune_project",
@@ -71,7 +75,9 @@ class CoqProject:
         ]
 
 
-def working_folder_flags(root: Path, flags: Sequence[str]) -> tuple[str, ...]:
+def working_folder_flags(
+    root: Path, flags: Sequence[str], coqc: str = "coqc"
+) -> tuple[str, ...]:
     """Flags that stand in for ``root`` as the working folder of ``coqc``/``coqtop``.
 
     Coq puts its working folder into the load path under the empty logical name
@@ -81,15 +87,38 @@ def working_folder_flags(root: Path, flags: Sequence[str]) -> tuple[str, ...]:
     ``-Q root ""`` does the same, first, so the project's own mappings win. It
     is left out when a folder the flags map is ``root``, above it or below it:
     there Coq would report the folder as remapped, and the project's mappings
-    name its files anyway.
+    name its files anyway. It is left out too inside a folder Coq maps by itself
+    (its standard library, ``user-contrib``, ``COQPATH``): Coq's own working
+    folder comes last in the load path, where ``-Q`` would come first, and a
+    stdlib file's ``Require Import Ensembles.`` would then find
+    ``Sets/Ensembles.vo`` under the wrong name; there the library's mapping
+    names the siblings already.
     """
     root = root.resolve()
+    if any(root == f or root.is_relative_to(f) for f in coq_library_folders(coqc)):
+        return ()
     mapped = [
         Path(flags[i + 1]).resolve() for i, flag in enumerate(flags[:-2]) if flag in ("-Q", "-R")
     ]
     if any(m == root or m.is_relative_to(root) or root.is_relative_to(m) for m in mapped):
         return ()
     return ("-Q", str(root), "")
+
+
+@functools.cache
+def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
+    """The folders Coq puts in its load path by itself: ``COQPATH``'s, and the
+    library's ``theories`` and ``user-contrib`` (``coqc -where``)."""
+    folders = [Path(p) for p in os.environ.get("COQPATH", "").split(os.pathsep) if p]
+    try:
+        where = subprocess.run(
+            [coqc, "-where"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        where = ""  # no coqc here: nothing is mapped by it
+    if where:
+        folders += [Path(where) / "theories", Path(where) / "user-contrib"]
+    return tuple(f.resolve() for f in folders if f.is_dir())
 
 
 def _nearest(start: Path, name: str) -> Path | None:

@@ -108,7 +108,7 @@ class CoqVerifier:
         """The flags, with the folder coqc would have run in (the project's root, else
         ``path``'s folder) in the load path: the processes run in scratch folders."""
         root = Path(self.cwd) if self.cwd else path.parent
-        return (*working_folder_flags(root, self.flags), *self.flags)
+        return (*working_folder_flags(root, self.flags, self.coqc), *self.flags)
 
     async def aclose(self) -> None:
         self._builds = {}

@@ -196,7 +196,8 @@ class FillPortfolio:
             return outcome.results[outcome.winner], outcome.winner, cpu, ""
         ran = [r for r in outcome.results.values() if r.started]
         if ran and all(r.outcome is Outcome.ERROR for r in ran):
-            return None, "", cpu, "; ".join(r.message for r in ran)[:1000]
+            # each distinct message once (a prefix that fails, fails every strategy alike)
+            return None, "", cpu, "; ".join(dict.fromkeys(r.message for r in ran))[:1000]
         return None, "", cpu, ""
 
     async def aclose(self) -> None:
@@ -391,6 +392,10 @@ async def _goal(
                 found, strategy, cpu, error = await portfolio.prove(path, text, hole)
                 row.training_cpu_seconds += portfolio.mined_cpu_seconds() - mined
                 if error:
+                    # a prefix that does not load is the file's, not the portfolio's:
+                    # opening the goal's session raises PrefixError then (caught below)
+                    async with portfolio.tools(path).open_session(hole, text):
+                        pass
                     row.arms[arm] = ArmResult(
                         False, cpu, time.monotonic() - began, note=f"error: {error}"
                     )
