@@ -75,9 +75,7 @@ class CoqProject:
         ]
 
 
-def working_folder_flags(
-    root: Path, flags: Sequence[str], coqc: str = "coqc"
-) -> tuple[str, ...]:
+def working_folder_flags(root: Path, flags: Sequence[str], coqc: str = "coqc") -> tuple[str, ...]:
     """Flags that stand in for ``root`` as the working folder of ``coqc``/``coqtop``.
 
     Coq puts its working folder into the load path under the empty logical name
