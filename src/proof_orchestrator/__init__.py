@@ -1,11 +1,14 @@
 """proof_orchestrator: fill the holes of Coq projects with machine-checked proofs.
 
-The public surface is re-exported here; submodules are implementation detail.
+The prover-neutral surface is re-exported here: ``fill``, its options and
+reports, goals, budgets, the ledger, the strategy seam and the errors. What
+belongs to one prover stays in its package (the engine reaches it through the
+backend registry): ``proof_orchestrator.coq.session`` (``CoqProver``, ``CoqSession``,
+``CoqSettings``), ``proof_orchestrator.coq.verify`` (``CoqVerifier``),
+``proof_orchestrator.coq.strategies.micro`` (``MicroStrategy``), and their
+Lean counterparts under ``proof_orchestrator.lean``.
 """
 
-from .coq.session import CoqProver, CoqSession, CoqSettings
-from .coq.strategies.micro import MicroStrategy
-from .coq.verify import CoqVerifier
 from .errors import (
     FileChangedError,
     FileWriteError,
@@ -36,10 +39,6 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_BUDGET",
     "Budget",
-    "CoqProver",
-    "CoqSession",
-    "CoqSettings",
-    "CoqVerifier",
     "FileChangedError",
     "FileReport",
     "FileStatus",
@@ -52,7 +51,6 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "LedgerUnavailable",
-    "MicroStrategy",
     "OrchError",
     "Outcome",
     "PathNotFound",
