@@ -11,7 +11,9 @@ import psutil
 import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_file
+from proof_orchestrator.coq.pool import _Loaded
 from proof_orchestrator.coq.session import CoqProver, CoqSettings
+from proof_orchestrator.coq.strategies.hammer import HAMMER_PREAMBLE, hammer_environment
 from proof_orchestrator.errors import PrefixError
 from proof_orchestrator.project.statedir import ScratchFolder
 from proof_orchestrator.provers.base import TacticStatus
@@ -237,3 +239,52 @@ async def test_coqtop_runs_in_the_work_folder_which_is_its_tmpdir_and_goes_at_cl
         (folder / "predict123").touch()  # what a killed hammer leaves
     await prover.aclose()
     assert not folder.exists()
+
+
+async def test_a_side_session_gets_the_process_that_loaded_its_libraries_before(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """CoqHammer's first call in a process pays for translating the environment, and
+    that cache survives ``BackTo``: the hammer side session of the next hole goes to the
+    process that loaded CoqHammer for the previous one, and the goal's own session to a
+    process without it, although the hammer process was released last."""
+    hammer_environment()
+    text = "Require Import Arith.\n" + "".join(
+        f"Lemma l{i} : forall n, n + {i} = {i} + n.\nAdmitted.\n" for i in range(2)
+    )
+    path = write_v("W.v", text)
+    first, second = scan_coq_file(path)
+    prover = CoqProver()
+    opening = prover.session(first.goal, text, first.prefix_end, first.statement_start)
+    main = await opening.__aenter__()
+    side_opening = main.side_session(HAMMER_PREAMBLE)
+    side = await side_opening.__aenter__()
+    main_pid, hammer_pid = main.pid, side.pid
+    await opening.__aexit__(None, None, None)
+    await side_opening.__aexit__(None, None, None)
+    assert main_pid != hammer_pid
+    async with prover.session(second.goal, text, second.prefix_end, second.statement_start) as main:
+        assert main.pid == main_pid
+        async with main.side_session(HAMMER_PREAMBLE) as side:
+            assert side.pid == hammer_pid
+            proved = await side.run_tactic("intros; apply Nat.add_comm.", timeout=10)
+            assert proved.status is TacticStatus.COMPLETE
+    assert prover.started == 2
+    await prover.aclose()
+
+
+def test_the_pool_prefers_loaded_libraries_then_the_longest_shared_prefix() -> None:
+    hammer = "From Hammer Require Import Hammer."
+    cold = _Loaded(base=1, codes=["Require Import Arith.", "Lemma a : True."], states=[2, 3])
+    cold.libraries = {"Require Import Arith."}
+    warm = _Loaded(base=1, codes=["Require Import Arith."], states=[2])
+    warm.libraries = {"Require Import Arith.", hammer}
+    wanted = ["Require Import Arith.", "Lemma a : True.", hammer, "Lemma b : True."]
+    libraries = {"Require Import Arith.", hammer}
+    assert warm.fit(wanted, libraries) > cold.fit(wanted, libraries)
+    # without CoqHammer in the request, the process without it is preferred
+    plain = ["Require Import Arith.", "Lemma b : True."]
+    assert cold.fit(plain, {"Require Import Arith."}) > warm.fit(plain, {"Require Import Arith."})
+    # with the same libraries, the longer shared prefix wins
+    assert cold.common(["Require Import Arith.", "Lemma a : True."]) == 2
+    assert warm.common(["Require Import Arith.", "Lemma a : True."]) == 1

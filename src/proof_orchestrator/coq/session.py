@@ -1,10 +1,11 @@
 """The Coq backend: proof sessions on a warm ``coqtop``.
 
 :class:`CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for one
-project (one set of ``-Q``/``-R`` flags). A session positions a process at a
-hole by sending the file's sentences up to the statement; the process
-remembers what it loaded, so the next hole of the same file (or any file with
-the same opening) only sends what differs, after a ``BackTo``.
+project (one set of ``-Q``/``-R`` flags) in a :class:`~.pool.ProcessPool`. A
+session positions a process at a hole by sending the file's sentences up to
+the statement; the process remembers what it loaded, so the next hole of the
+same file (or any file with the same opening) only sends what differs, after
+a ``BackTo``.
 
 Every tactic runs under Coq's ``Timeout``; on top of that, a hard wall-clock
 guard (timeout + grace) kills a process that stops answering. The session
@@ -19,7 +20,6 @@ import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 
 from ..errors import (
     PrefixError,
@@ -35,6 +35,7 @@ from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.process import run_command
 from ..provers.settings import CoqSettings
 from .coqtop import CoqTop
+from .pool import ProcessPool
 from .syntax import Sentence, one_sentence, split_sentences
 
 __all__ = ["NO_MICROMEGA_CACHE", "CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
@@ -49,16 +50,6 @@ _SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*E
 #: working directory, the user's project: sessions turn the caches off before the goal
 #: (a warning, harmless, where Lia is not loaded)
 NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
-
-
-@dataclass(slots=True)
-class _Loaded:
-    """What a coqtop has loaded: sentence codes and the state after each."""
-
-    base: int
-    codes: list[str]
-    states: list[int]
-    uses: int = 0
 
 
 class CoqSession:
@@ -122,10 +113,10 @@ class CoqSession:
     # -- opening and closing ----------------------------------------------
 
     async def _open(self) -> None:
-        self._top = await self._prover._acquire()
+        self._top = await self._prover.pool.acquire(self._prefix)
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
-        root_token = await self._prover._load(self._top, self._prefix)
+        root_token = await self._prover.pool.load(self._top, self._prefix)
         self._root = ProofState((), root_token, self._generation)
         self._current = self._root
         self._line = [self._root]
@@ -145,7 +136,7 @@ class CoqSession:
         top, self._top = self._top, None
         if top is not None:
             self._cpu_spent += top.cpu_seconds() - self._cpu_base
-            await self._prover._release(top)
+            await self._prover.pool.release(top)
 
     # -- the ProofSession protocol ----------------------------------------
 
@@ -160,6 +151,11 @@ class CoqSession:
         if self._current is None:
             raise SessionClosed("the session is not open")
         return self._current
+
+    @property
+    def pid(self) -> int | None:
+        """The coqtop process serving the session (None when it has none)."""
+        return self._top.pid if self._top is not None else None
 
     def cpu_seconds(self) -> float:
         live = self._top.cpu_seconds() - self._cpu_base if self._top is not None else 0.0
@@ -466,11 +462,8 @@ class CoqProver:
         self.settings = settings or CoqSettings()
         #: awaited before every sentence sent (the CPU governor's gate)
         self.throttle = throttle
-        self._idle: list[tuple[CoqTop, _Loaded]] = []
-        self._loaded: dict[int, _Loaded] = {}
-        self._closed = False
-        #: processes started over the prover's life
-        self.started = 0
+        #: the idle processes and what each has loaded
+        self.pool = ProcessPool(self.settings, self._start)
         #: sentences of recently used source texts
         self._split_cache: dict[str, list[Sentence]] = {}
 
@@ -517,25 +510,17 @@ class CoqProver:
             sentences = self._split_cache[source] = split_sentences(source)
         return [s.code for s in sentences if s.end <= prefix_end]
 
+    @property
+    def started(self) -> int:
+        """Processes started over the prover's life."""
+        return self.pool.started
+
     async def aclose(self) -> None:
-        self._closed = True
-        idle, self._idle = self._idle, []
-        for top, _ in idle:
-            await top.aclose()
+        await self.pool.aclose()
         if self.workdir is not None:
             self.workdir.close()
 
-    # -- the pool ----------------------------------------------------------
-
-    async def _acquire(self) -> CoqTop:
-        if self._closed:
-            raise SessionClosed("the Coq prover was closed")
-        while self._idle:
-            top, loaded = self._idle.pop()
-            if top.alive:
-                self._loaded[id(top)] = loaded
-                return top
-            await top.aclose()
+    async def _start(self) -> CoqTop:
         # in the work folder, which is also its TMPDIR: CoqHammer's temporary files
         # (``/tmp/predict*``), left behind when a timed-out process is killed, go with it
         workdir = str(self.workdir.path()) if self.workdir is not None else None
@@ -549,52 +534,4 @@ class CoqProver:
             memory_bytes=self.settings.memory_mb * 1024**2 if self.settings.memory_mb else None,
         )
         await top.start()
-        self.started += 1
-        self._loaded[id(top)] = _Loaded(base=top.current, codes=[], states=[])
         return top
-
-    async def _release(self, top: CoqTop) -> None:
-        loaded = self._loaded.pop(id(top), None)
-        if loaded is None or not top.alive or self._closed:
-            await top.aclose()
-            return
-        loaded.uses += 1
-        if (
-            loaded.uses >= self.settings.max_uses
-            or top.rss_bytes() > self.settings.rss_cap
-            or len(self._idle) >= self.settings.max_idle
-        ):
-            await top.aclose()
-            return
-        self._idle.append((top, loaded))
-
-    async def _load(self, top: CoqTop, prefix: Sequence[str]) -> int:
-        """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
-        loaded = self._loaded[id(top)]
-        common = 0
-        for have, want in zip(loaded.codes, prefix, strict=False):
-            if have != want:
-                break
-            common += 1
-        target = loaded.states[common - 1] if common else loaded.base
-        if top.current != target:
-            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout, checked=True)
-            if reply.state != target:
-                raise ProverError(f"BackTo {target} landed on state {reply.state}")
-        del loaded.codes[common:]
-        del loaded.states[common:]
-        # the rest of the prefix goes in one write (one round trip, not one per sentence);
-        # a sentence that fails leaves the state number where it was
-        codes = prefix[common:]
-        replies = await top.send_many(codes, self.settings.load_timeout, measure=False)
-        before = target
-        for code, reply in zip(codes, replies, strict=True):
-            if reply.state == before:
-                raise PrefixError(
-                    f"the file does not load up to the hole: {code[:80]!r} fails: "
-                    f"{reply.output.strip()[-400:]}"
-                )
-            loaded.codes.append(code)
-            loaded.states.append(reply.state)
-            before = reply.state
-        return top.current

@@ -1,0 +1,149 @@
+"""The idle ``coqtop`` processes of one project, and what each has loaded.
+
+A process remembers the sentences it loaded and the state after each, so a
+session at the next hole of the same file (or any text with the same opening)
+sends only what differs, after a ``BackTo``.
+
+Which idle process a session gets matters for more than the sentences it
+saves: a process keeps caches that survive ``BackTo``. The one that costs
+most is CoqHammer's: its first ``hammer`` in a process spends about 7 CPU s
+translating the environment for the ATPs; later calls in the same process,
+even after backtracking past ``From Hammer Require Import Hammer``, start
+their ATPs at once. So a session goes to the idle process that has already
+loaded most of the libraries its prefix requires (every ``Require``
+sentence it has ever loaded counts), then to the one with the fewest other
+libraries loaded (so that the goal's own session leaves the hammer process
+to the next hammer), then to the one sharing the longest prefix; and when
+the pool is full, the process idle the longest goes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import PrefixError, ProverError, SessionClosed
+from ..provers.settings import CoqSettings
+from .coqtop import CoqTop
+
+__all__ = ["ProcessPool"]
+
+#: a sentence that loads a library (``Require Import X.``, ``From L Require X.``)
+_LIBRARY_LOAD = re.compile(r"^(?:From\s+\S+\s+)?Require\b")
+
+
+@dataclass(slots=True)
+class _Loaded:
+    """What a coqtop has loaded: sentence codes and the state after each."""
+
+    base: int
+    codes: list[str]
+    states: list[int]
+    uses: int = 0
+    #: every library-loading sentence this process has run, backtracked or not
+    libraries: set[str] = field(default_factory=set)
+
+    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[int, int, int]:
+        """How well this process suits ``prefix``: the most of the prefix's
+        ``libraries`` it has loaded before, then the fewest others (a process warmed
+        for other work is kept for that work), then the longest prefix it holds."""
+        return (
+            len(libraries & self.libraries),
+            -len(self.libraries - libraries),
+            self.common(prefix),
+        )
+
+    def common(self, prefix: Sequence[str]) -> int:
+        """How many of ``prefix``'s first sentences this process holds."""
+        common = 0
+        for have, want in zip(self.codes, prefix, strict=False):
+            if have != want:
+                break
+            common += 1
+        return common
+
+
+class ProcessPool:
+    """Idle ``coqtop`` processes, handed out to sessions by how well they fit."""
+
+    def __init__(self, settings: CoqSettings, start: Callable[[], Awaitable[CoqTop]]) -> None:
+        self.settings = settings
+        self._start = start
+        #: idle processes, the one idle the longest first
+        self._idle: list[tuple[CoqTop, _Loaded]] = []
+        self._loaded: dict[int, _Loaded] = {}
+        self._closed = False
+        #: processes started over the pool's life
+        self.started = 0
+
+    async def acquire(self, prefix: Sequence[str]) -> CoqTop:
+        """The idle process that fits ``prefix`` best, else a new one."""
+        if self._closed:
+            raise SessionClosed("the Coq prover was closed")
+        libraries = {code for code in prefix if _LIBRARY_LOAD.match(code)}
+        while self._idle:
+            # on a tie, the process released last (the previous behaviour)
+            best = max(
+                range(len(self._idle)),
+                key=lambda i: (self._idle[i][1].fit(prefix, libraries), i),
+            )
+            top, loaded = self._idle.pop(best)
+            if top.alive:
+                self._loaded[id(top)] = loaded
+                return top
+            await top.aclose()
+        top = await self._start()
+        self.started += 1
+        self._loaded[id(top)] = _Loaded(base=top.current, codes=[], states=[])
+        return top
+
+    async def release(self, top: CoqTop) -> None:
+        """Back to the pool, or closed when it is worn out, too big, or the pool is shut."""
+        loaded = self._loaded.pop(id(top), None)
+        if loaded is None or not top.alive or self._closed:
+            await top.aclose()
+            return
+        loaded.uses += 1
+        if loaded.uses >= self.settings.max_uses or top.rss_bytes() > self.settings.rss_cap:
+            await top.aclose()
+            return
+        self._idle.append((top, loaded))
+        while len(self._idle) > self.settings.max_idle:
+            oldest, _ = self._idle.pop(0)
+            await oldest.aclose()
+
+    async def load(self, top: CoqTop, prefix: Sequence[str]) -> int:
+        """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
+        loaded = self._loaded[id(top)]
+        common = loaded.common(prefix)
+        target = loaded.states[common - 1] if common else loaded.base
+        if top.current != target:
+            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout, checked=True)
+            if reply.state != target:
+                raise ProverError(f"BackTo {target} landed on state {reply.state}")
+        del loaded.codes[common:]
+        del loaded.states[common:]
+        # the rest of the prefix goes in one write (one round trip, not one per sentence);
+        # a sentence that fails leaves the state number where it was
+        codes = prefix[common:]
+        replies = await top.send_many(codes, self.settings.load_timeout, measure=False)
+        before = target
+        for code, reply in zip(codes, replies, strict=True):
+            if reply.state == before:
+                raise PrefixError(
+                    f"the file does not load up to the hole: {code[:80]!r} fails: "
+                    f"{reply.output.strip()[-400:]}"
+                )
+            loaded.codes.append(code)
+            loaded.states.append(reply.state)
+            if _LIBRARY_LOAD.match(code):
+                loaded.libraries.add(code)
+            before = reply.state
+        return top.current
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for top, _ in idle:
+            await top.aclose()
