@@ -18,6 +18,7 @@ from proof_orchestrator.coq.strategies.hammer import (
 )
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.run.pipeline import FillOptions, fill
 from proof_orchestrator.run.reports import FileStatus
 
@@ -150,6 +151,10 @@ def test_a_printed_tactics_clauses_are_read_apart() -> None:
         "intros; unfold Complement, Included in *; firstorder using Add_intro1, Add_inv." in found
     )
     assert all("unfold:" not in t and "inv:" not in t and "lq:" not in t for t in found)
+    # a ctrs: clause lends its types' constructors to eauto, never to a rewrite
+    found = standard_reconstructions("Replace the hammer tactic with: sauto use: foo ctrs: ev.\n")
+    assert "intros; eauto using foo, ev." in found
+    assert not any("?ev" in t for t in found)
 
 
 @pytest.mark.parametrize(
@@ -185,3 +190,45 @@ async def test_hammer_on_a_false_goal_leaves_no_cache_file_in_the_project(
     assert report.goals[0].outcome is not Outcome.PROVED
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".cache")) == []
     assert path.read_text(encoding="utf-8") == text
+
+
+#: hammer's ATPs proved `inj` with the two lemmas below; CoqHammer printed a `hfcrush`
+#: (one of its own tactics), which this file cannot run: it does not load CoqHammer
+REBUILT_WITHOUT_COQHAMMER = """\
+From Coq Require Import Arith Lia.
+Fixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k)) end.
+Lemma double_eq : forall n : nat, double n = 2 * n.
+Proof. induction n; simpl; lia. Qed.
+Lemma inj : forall n m : nat, double n = double m -> n = m.
+Admitted.
+"""
+
+
+async def test_a_sauto_family_proof_is_rebuilt_with_plain_coq_tactics(tmp_path: Path) -> None:
+    """The printed ``hfcrush use: Nat.mul_cancel_l, double_eq.`` is not kept (it needs
+    CoqHammer's tactics); the lemmas it names are rewritten and ``lia`` closes the goal,
+    in the file's own session, and the rebuilt proof compiles in the file as it is."""
+    from proof_orchestrator.coq.holes import scan_coq_file
+    from proof_orchestrator.coq.session import CoqProver
+
+    output = "Replace the hammer tactic with:\n\thfcrush use: Nat.mul_cancel_l, double_eq.\n"
+    scripts = standard_reconstructions(output, lia="lia")
+    assert all("hfcrush" not in s for s in scripts)
+    # where Lia is not loaded, no script names it (a batch naming it would fail whole)
+    assert not any("lia" in s for s in standard_reconstructions(output))
+    path = tmp_path / "Inj.v"
+    path.write_text(REBUILT_WITHOUT_COQHAMMER, encoding="utf-8")
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    rebuilt = []
+    async with prover.session(hole.goal, REBUILT_WITHOUT_COQHAMMER, hole.prefix_end) as session:
+        for script in scripts:
+            result = await session.run_tactic(script, timeout=5)
+            if result.status is TacticStatus.COMPLETE:
+                rebuilt.append(script)
+    await prover.aclose()
+    assert rebuilt, "no plain-Coq script closed the goal"
+    assert any("lia" in s for s in rebuilt)
+    fixed = REBUILT_WITHOUT_COQHAMMER.replace("Admitted.", f"Proof. {rebuilt[0]} Qed.")
+    path.write_text(fixed, encoding="utf-8")
+    assert coqc_ok(path)

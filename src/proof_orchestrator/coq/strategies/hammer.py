@@ -48,7 +48,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
-from .micro import _QuickTactics
+from .micro import _QuickTactics, lia_tactic
 
 __all__ = [
     "FOUND_WITH_TACTICS",
@@ -175,9 +175,14 @@ def printed_hints(tactic: str | None) -> dict[str, list[str]]:
     return hints
 
 
-def _with_lemmas(opening: str, use: str) -> list[str]:
-    """Scripts that finish a goal from ``opening`` with the lemmas ``use`` (may be empty)."""
-    using = f" using {use}" if use else ""
+def _with_lemmas(
+    opening: str, use: str, constructors: str = "", lia: str | None = None
+) -> list[str]:
+    """Scripts that finish a goal from ``opening`` with the lemmas ``use`` (may be empty)
+    and the inductive types ``constructors`` (``eauto using T`` uses T's constructors);
+    ``lia`` is how the session names Lia's tactic (None: not loaded)."""
+    hints = ", ".join(h for h in (use, constructors) if h)
+    using = f" using {hints}" if hints else ""
     scripts = [
         f"{opening}eauto{using}.",
         f"{opening}subst; eauto{using}.",
@@ -185,6 +190,7 @@ def _with_lemmas(opening: str, use: str) -> list[str]:
         f"{opening}intuition (eauto{using}).",
         # invert one hypothesis (each is tried in turn), then finish
         f"{opening}match goal with H : _ |- _ => solve [inversion H; subst; eauto{using}] end.",
+        f"{opening}constructor; eauto{using}.",
     ]
     if use:
         rewrites = ", ".join(f"?{n.strip()}" for n in use.split(","))
@@ -193,21 +199,30 @@ def _with_lemmas(opening: str, use: str) -> list[str]:
             f"{opening}rewrite {rewrites} in *; congruence.",
             f"{opening}simpl in *; rewrite {rewrites} in *; eauto{using}.",
         ]
+        if lia:  # arithmetic once the lemmas are rewritten
+            scripts += [
+                f"{opening}rewrite {rewrites} in *; {lia}.",
+                f"{opening}simpl in *; rewrite {rewrites} in *; {lia}.",
+            ]
     return scripts
 
 
-def standard_reconstructions(output: str) -> list[str]:
+def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
     """Proofs of what ``hammer`` found, with tactics every Coq has (no CoqHammer).
 
     The lemmas are named as the printed tactic's ``use:`` clause names them
     (short names), then by their qualified names from the ATP's dependency
     list. The constants of its ``unfold:`` clause are unfolded everywhere
-    first; each lemma list then feeds ``eauto using``, ``firstorder using``,
-    inversion of a hypothesis, rewriting and ``congruence``. Tactics that need
-    no lemma come last.
+    first, and the types of its ``ctrs:`` clause lend their constructors to
+    ``eauto``. Each lemma list then feeds ``eauto using``, ``firstorder
+    using``, inversion of a hypothesis, ``constructor``, rewriting followed by
+    ``congruence`` or, where the session has Lia's tactic (``lia``: its name
+    there; a batch naming a tactic that is not loaded fails as a whole), ``lia``.
+    Tactics that need no lemma come last.
     """
     hints = printed_hints(reconstruction(output))
     unfold = ", ".join(hints.get("unfold", []))
+    constructors = ", ".join(hints.get("ctrs", []))
     openings = [f"intros; unfold {unfold} in *; "] if unfold else []
     openings.append("intros; ")
     found: list[str] = []
@@ -218,8 +233,16 @@ def standard_reconstructions(output: str) -> list[str]:
         if use:
             found.append(f"eauto using {use}.")
         for opening in openings:
-            found += _with_lemmas(opening, use)
-    found += ["congruence.", "intuition.", "firstorder.", "intros; subst; eauto.", "tauto."]
+            found += _with_lemmas(opening, use, constructors, lia)
+    found += [
+        "congruence.",
+        "intuition.",
+        "firstorder.",
+        "intros; subst; eauto.",
+        "tauto.",
+    ]
+    if lia:
+        found.append(f"intros; simpl in *; {lia}.")
     return list(dict.fromkeys(found))
 
 
@@ -343,7 +366,10 @@ class HammerStrategy:
             return result(Outcome.FAILED, message=found.message[-300:])
         # rebuild the proof in the goal's own session: with CoqHammer's tactics where the
         # file has them, else with standard tactics from the lemmas the ATPs used
-        tactics = replacements(found.message) if loaded else standard_reconstructions(found.message)
+        if loaded:
+            tactics = replacements(found.message)
+        else:
+            tactics = standard_reconstructions(found.message, await lia_tactic(session))
         if not tactics:
             return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
         left = budget.cpu_seconds - spent()
