@@ -13,6 +13,7 @@ from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
+    missing_atps,
     printed_hints,
     standard_reconstructions,
 )
@@ -232,3 +233,17 @@ async def test_a_sauto_family_proof_is_rebuilt_with_plain_coq_tactics(tmp_path: 
     fixed = REBUILT_WITHOUT_COQHAMMER.replace("Admitted.", f"Proof. {rebuilt[0]} Qed.")
     path.write_text(fixed, encoding="utf-8")
     assert coqc_ok(path)
+
+
+def test_atps_that_are_not_installed_are_left_out_of_the_side_session(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Only the ATPs on PATH are called: a missing Vampire ends a whole call in an error."""
+    for program in ("eprover", "cvc4"):
+        fake = tmp_path / program
+        fake.write_text("#!/bin/sh\n", encoding="utf-8")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert missing_atps() == ("Unset Hammer Vampire.", "Unset Hammer Z3.")
+    monkeypatch.setenv("PATH", "")
+    assert len(missing_atps()) == 4

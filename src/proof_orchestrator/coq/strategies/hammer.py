@@ -40,6 +40,7 @@ import contextlib
 import math
 import os
 import re
+import shutil
 import time
 from collections.abc import Callable, Sequence
 
@@ -61,6 +62,7 @@ __all__ = [
     "SautoStrategy",
     "dependencies",
     "hammer_environment",
+    "missing_atps",
     "printed_hints",
     "reconstruction",
     "replacements",
@@ -112,6 +114,22 @@ def hammer_environment() -> None:
     path = os.environ.get("PATH", "")
     if os.path.isdir(HAMMER_LIBEXEC) and HAMMER_LIBEXEC not in path.split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join([HAMMER_LIBEXEC, path]) if path else HAMMER_LIBEXEC
+
+
+#: the ATPs CoqHammer calls, by its option name and the program it runs
+_ATPS = (("Vampire", "vampire"), ("Eprover", "eprover"), ("Z3", "z3_tptp"), ("CVC4", "cvc4"))
+
+
+def missing_atps() -> tuple[str, ...]:
+    """``Unset Hammer X.`` for each ATP that is not on ``PATH``.
+
+    CoqHammer calls every ATP it knows; one that is not installed (Debian
+    packages no Vampire and no ``z3_tptp``) makes the whole call end in "Error
+    running vampire" whatever the others found. The side sessions, which orch
+    opens itself, leave those out; the ``hammer`` baseline of ``orch eval``
+    runs with CoqHammer's defaults, as its users run it.
+    """
+    return tuple(f"Unset Hammer {name}." for name, program in _ATPS if not shutil.which(program))
 
 
 _DEPENDENCIES = re.compile(r"- dependencies:\s*(?P<names>[^<\n]+)")
@@ -355,7 +373,9 @@ class HammerStrategy:
         else:
             async with contextlib.AsyncExitStack() as stack:
                 try:
-                    side = await stack.enter_async_context(session.side_session(HAMMER_PREAMBLE))
+                    side = await stack.enter_async_context(
+                        session.side_session((*HAMMER_PREAMBLE, *missing_atps()))
+                    )
                 except PrefixError as exc:
                     return skipped(_does_not_load("CoqHammer", exc), started)
                 sides.append(side)
