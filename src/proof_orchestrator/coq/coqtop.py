@@ -106,7 +106,7 @@ class _ReplyStream:
                 self._scanned = max(taken, buffer.rfind(b"\n") + 1) - taken
                 break
             if match.start() - taken > self._reply_cap:
-                self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
+                self._too_large()
                 return
             output = buffer[taken : match.start()].decode(errors="replace")
             taken = match.end()
@@ -121,8 +121,11 @@ class _ReplyStream:
             )
         self._buffer = buffer[taken:] if taken else buffer
         if len(self._buffer) > self._reply_cap:
-            self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
+            self._too_large()
         self._wake()
+
+    def _too_large(self) -> None:
+        self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
 
     def eof(self) -> None:
         tail = self._buffer.decode(errors="replace").strip()

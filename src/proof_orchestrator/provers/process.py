@@ -290,33 +290,26 @@ async def spawn(
     program = resolve(argv[0])
     stderr = asyncio.subprocess.STDOUT if merge_stderr else asyncio.subprocess.PIPE
     environment = dict(env) if env is not None else None
-    if stdout_sink is None:
-        proc = await asyncio.create_subprocess_exec(
-            program,
-            *argv[1:],
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            cwd=cwd,
-            env=environment,
-            start_new_session=True,
-        )
-    else:
-        # what create_subprocess_exec does, with the sink's protocol
-        loop = asyncio.get_running_loop()
-        sink = stdout_sink
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _SinkProtocol(sink, 2**16, loop),
-            program,
-            *argv[1:],
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            cwd=cwd,
-            env=environment,
-            start_new_session=True,
-        )
-        proc = asyncio.subprocess.Process(transport, protocol, loop)
+    # what create_subprocess_exec does, with the sink's protocol when there is a sink
+    loop = asyncio.get_running_loop()
+
+    def protocol() -> asyncio.subprocess.SubprocessStreamProtocol:
+        if stdout_sink is None:
+            return asyncio.subprocess.SubprocessStreamProtocol(2**16, loop)
+        return _SinkProtocol(stdout_sink, 2**16, loop)
+
+    transport, made = await loop.subprocess_exec(
+        protocol,
+        program,
+        *argv[1:],
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+        cwd=cwd,
+        env=environment,
+        start_new_session=True,
+    )
+    proc = asyncio.subprocess.Process(transport, made, loop)
     _limit_memory(proc.pid, limit)
     with contextlib.suppress(psutil.NoSuchProcess):
         _LIVE[proc.pid] = psutil.Process(proc.pid)
