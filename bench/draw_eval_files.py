@@ -41,9 +41,10 @@ def logical_name(path: Path) -> str:
 def earlier_files() -> set[str]:
     """Every file an earlier ``orch eval`` result names."""
     seen: set[str] = set()
-    for result in RESULTS.glob("*eval*.json*"):
-        text = result.read_text(encoding="utf-8")
-        seen.update(re.findall(r'"(/[^"]+\.v)"', text))
+    for found in RESULTS.glob("*eval*.json*"):
+        for result in [found] if found.is_file() else [p for p in found.rglob("*") if p.is_file()]:
+            text = result.read_text(encoding="utf-8", errors="replace")
+            seen.update(re.findall(r'"(/[^"]+\.v)"', text))
     return seen
 
 

@@ -34,9 +34,17 @@ def eval_command(
         list[str] | None,
         typer.Option(
             help="peers run on the same goals: hammer (`Timeout B hammer.`, CoqHammer's "
-            "defaults), hammer-capped (as the portfolio runs it), tactics"
+            "defaults), hammer-capped (as the portfolio runs it), tactics (a fixed list, "
+            "each under --tactic-seconds), solo:NAME (one strategy of the lineup alone, "
+            "e.g. solo:search)"
         ),
     ] = None,
+    portfolio: Annotated[
+        bool, typer.Option(help="run the portfolio arm (--no-portfolio: the peers only)")
+    ] = True,
+    tactic_seconds: Annotated[
+        float, typer.Option(help="timeout of one tactic, s (every arm)", min=0.1)
+    ] = 1.0,
     limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
     sample: Annotated[
         int | None, typer.Option(help="N goals drawn at random (seeded) from all the files")
@@ -74,6 +82,8 @@ def eval_command(
                     sample=sample,
                     only=only or (),
                     workers=workers,
+                    portfolio=portfolio,
+                    tactic_seconds=tactic_seconds,
                     on_goal=progress.goal,
                     on_total=progress.total,
                     journal=journal,
@@ -101,6 +111,9 @@ def eval_command(
     out.print(table)
     if "baselines_union" in result:
         out.print(f"baselines together: {result['baselines_union']} goals")
+    if result.get("portfolio_lost"):
+        lost = ", ".join(f"{g['name']} ({'/'.join(g['by'])})" for g in result["portfolio_lost"])
+        out.print(f"proved by another arm, not by the portfolio: {lost}")
     if result["unloadable"]:
         out.print(
             f"{len(result['unloadable'])} goal(s) not scored: their file does not load up to "

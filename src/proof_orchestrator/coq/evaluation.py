@@ -11,6 +11,7 @@ audit of :mod:`.audit`, position-faithful).
 from __future__ import annotations
 
 import functools
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ TACTICS_BASELINE = (
     "intros; auto with *.",
     "intros; subst; auto.",
     "intros; simpl; auto.",
+    "simpl; auto.",
     "intros; lia.",
 )
 
@@ -102,7 +104,11 @@ async def _run_arm(
         found = await HammerStrategy().prove(session, hole.goal, budget)
         return (found, "hammer") if found.outcome is Outcome.CANDIDATE else (None, "")
     if arm == "tactics":
-        found = await _FixedTactics().prove(session, hole.goal, budget)
+        # each tactic under its own timeout, the whole list whatever the arms' budget
+        whole = len(TACTICS_BASELINE) * max(1, math.ceil(budget.tactic_seconds))
+        found = await _FixedTactics().prove(
+            session, hole.goal, Budget(whole, budget.tactic_seconds, budget.grace_seconds)
+        )
         return (found, "tactics") if found.outcome is Outcome.CANDIDATE else (None, "")
     raise OrchError(f"unknown arm {arm!r}")
 

@@ -5,7 +5,8 @@ together. The strategies run in the bandit's order with the cheap ones first
 (quick tactics: their whole list costs little), each granted a small share
 (:data:`CHEAP_SHARE` of ``B``); the expensive ones (search, hammer...) then
 share what is left, in proportion to the bandit's estimate of their success
-rate on goals of this class; the last one gets all that is left.
+rate on goals of this class; the last one gets all that is left. A strategy
+that is alone on the goal, cheap or not, gets the whole budget.
 
 A grant is reserved when its strategy starts and settled when it ends: what a
 strategy did not use goes back to the goal's account, so a strategy that
@@ -66,7 +67,9 @@ class GoalBudget:
     def grant(self, name: str) -> float:
         """Reserve and return the CPU seconds ``name`` may use now (0: none is left)."""
         left = self.left
-        if self.heavy.get(name, False):
+        if len(self.heavy) == 1:
+            amount = left  # a strategy alone on the goal has it all
+        elif self.heavy.get(name, False):
             weights = {n: self.shares[n] for n in self._waiting | {name}}
             self._waiting.discard(name)
             amount = left * weights[name] / sum(weights.values())

@@ -30,7 +30,15 @@ the same CPU budget:
 * ``hammer-capped`` (``--baseline hammer-capped``): ``hammer`` as the
   portfolio runs it, ATP limit half the budget, reconstruction limit a
   quarter, killed when coqtop and its ATPs together reach the budget;
-* ``tactics`` (``--baseline tactics``): a fixed list of standard tactics.
+* ``tactics`` (``--baseline tactics``): a fixed list of standard tactics,
+  each under its own timeout (``tactic_seconds``), the whole list tried
+  whatever the budget (the list's length times the timeout bounds it);
+* ``solo:NAME`` (``--baseline solo:search``, ...): one strategy of the
+  portfolio's lineup alone, through the same code as ``portfolio`` with a
+  lineup of one and the whole budget: where a member proves a goal the
+  portfolio does not, the result lists it under ``portfolio_lost``.
+
+``portfolio=False`` (``--no-portfolio``) runs the peers only.
 
 A proof counts only after ``Qed`` succeeds in the session and ``Print
 Assumptions`` shows no axiom other than those the file declares itself and
@@ -91,8 +99,10 @@ __all__ = [
 ]
 
 ARMS = ("portfolio", "hammer", "hammer-capped", "tactics")
-#: the peers ``--baseline`` accepts
+#: the peers ``--baseline`` accepts (and ``solo:NAME`` for a strategy of the lineup)
 BASELINES = ARMS[1:]
+#: the prefix of the arms that run one strategy of the portfolio's lineup alone
+SOLO = "solo:"
 
 
 class EvalError(OrchError):
@@ -150,8 +160,9 @@ class FillPortfolio:
     many as ``orch fill`` races on one goal, and nothing is throttled.
     """
 
-    def __init__(self, budget: Budget, workdir: Path) -> None:
-        self.ledger = Ledger(f"sqlite:///{workdir / 'eval-ledger.sqlite'}")
+    def __init__(self, budget: Budget, workdir: Path, only: str | None = None) -> None:
+        name = f"eval-ledger-{only}.sqlite" if only else "eval-ledger.sqlite"
+        self.ledger = Ledger(f"sqlite:///{workdir / name}")
         settings = Settings(
             cpu_target=1.0, budget=budget.cpu_seconds, budget_cap=budget.cpu_seconds
         )
@@ -163,6 +174,14 @@ class FillPortfolio:
             "eval", {"budget_cpu_seconds": budget.cpu_seconds}, ""
         )
         strategies = build_lineup(settings, self.ledger)
+        if only is not None:
+            names = [s.name for s in strategies]
+            strategies = [s for s in strategies if s.name == only]
+            if not strategies:
+                self.ledger.close()
+                raise EvalError(
+                    f"no strategy {only!r} in the lineup ({', '.join(dict.fromkeys(names))})"
+                )
         self.run = GoalRun(self.ledger, self.options, strategies, report, governor, None)
         self.governor = governor
         self._tools = Toolbox(self.options, governor.gate)
@@ -205,6 +224,29 @@ class FillPortfolio:
         self.ledger.close()
 
 
+class Portfolios:
+    """The ``portfolio`` arm and the ``solo:NAME`` arms of one process, made when first used."""
+
+    def __init__(self, budget: Budget, workdir: Path) -> None:
+        self.budget = budget
+        self.workdir = workdir
+        self._arms: dict[str, FillPortfolio] = {}
+
+    def arm(self, arm: str) -> FillPortfolio:
+        if arm not in self._arms:
+            only = arm[len(SOLO) :] if arm.startswith(SOLO) else None
+            self._arms[arm] = FillPortfolio(self.budget, self.workdir, only)
+        return self._arms[arm]
+
+    async def aclose(self) -> None:
+        for portfolio in self._arms.values():
+            await portfolio.aclose()
+
+
+def _is_portfolio(arm: str) -> bool:
+    return arm == "portfolio" or arm.startswith(SOLO)
+
+
 #: (file, [(index of the Qed proof in the file, arm order)])
 _FileJobs = tuple[Path, list[tuple[int, list[str]]]]
 
@@ -223,6 +265,7 @@ async def evaluate(
     workers: int = 1,
     journal: Path | None = None,
     on_total: Callable[[int, Sequence[str]], None] | None = None,
+    portfolio: bool = True,
 ) -> dict[str, Any]:
     """Run the evaluation; returns the result (also meant to be written as JSON).
 
@@ -233,16 +276,23 @@ async def evaluate(
     ``journal``, when given, gets one JSON line per finished goal; ``on_total``
     is told the number of goals and the arms once the files are read.
     """
-    unknown = set(baselines) - set(BASELINES)
+    unknown = {b for b in baselines if b not in BASELINES and not b.startswith(SOLO)}
     if unknown:
         raise EvalError(
-            f"unknown baseline(s): {', '.join(sorted(unknown))} ({', '.join(BASELINES)})"
+            f"unknown baseline(s): {', '.join(sorted(unknown))} "
+            f"({', '.join(BASELINES)}, or {SOLO}NAME for a strategy of the lineup)"
         )
+    if not portfolio and not baselines:
+        raise EvalError("nothing to run: no portfolio and no baseline")
+    for solo in {b for b in baselines if b.startswith(SOLO)}:
+        # an unknown strategy name fails here, before any goal is tried
+        with tempfile.TemporaryDirectory(prefix="orch-eval-") as scratch:
+            FillPortfolio(Budget(budget), Path(scratch), solo[len(SOLO) :]).ledger.close()
     files = [p.resolve() for p in paths]
     kits = list({id(kit): kit for kit in map(_evaluation, files)}.values())
     for kit in kits:
         kit.prepare()
-    arms = ["portfolio", *dict.fromkeys(baselines)]
+    arms = ["portfolio"] * portfolio + list(dict.fromkeys(baselines))
     rng = random.Random(seed)
     started = time.monotonic()
     clashes = [c for kit in kits for c in await kit.clashes(files)]
@@ -290,14 +340,14 @@ async def evaluate(
     if workers <= 1:
         # one portfolio for every file: its bandit learns across them, as in one fill run
         with tempfile.TemporaryDirectory(prefix="orch-eval-") as workdir:
-            portfolio = FillPortfolio(Budget(budget, tactic_seconds, 5.0), Path(workdir))
+            shared = Portfolios(Budget(budget, tactic_seconds, 5.0), Path(workdir))
             try:
                 per_file = [
-                    await _evaluate_file(path, picks, budget, tactic_seconds, finished, portfolio)
+                    await _evaluate_file(path, picks, budget, tactic_seconds, finished, shared)
                     for path, picks in jobs
                 ]
             finally:
-                await portfolio.aclose()
+                await shared.aclose()
     else:
         per_file = await _in_processes(jobs, budget, tactic_seconds, finished, workers)
     rows = [row for file_rows in per_file for row in file_rows]
@@ -349,33 +399,33 @@ async def _evaluate_file(
     budget: float,
     tactic_seconds: float,
     finished: Callable[[GoalRow], None],
-    portfolio: FillPortfolio | None = None,
+    portfolios: Portfolios | None = None,
 ) -> list[GoalRow]:
-    """The rows of one file's picked goals; ``portfolio`` is shared by the files of a process."""
+    """The rows of one file's picked goals; ``portfolios`` is shared by the files of a process."""
     text = path.read_text(encoding="utf-8")
     file = _evaluation(path).open_file(path, text)
     per_goal = Budget(budget, tactic_seconds, 5.0)
     rows: list[GoalRow] = []
     with contextlib.ExitStack() as stack:
-        own = portfolio is None
-        if portfolio is None:
+        own = portfolios is None
+        if portfolios is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="orch-eval-")))
-            portfolio = FillPortfolio(per_goal, workdir)
+            portfolios = Portfolios(per_goal, workdir)
         try:
             for index, order in picks:
-                row = await _goal(file, portfolio, path, text, index, order, per_goal)
+                row = await _goal(file, portfolios, path, text, index, order, per_goal)
                 rows.append(row)
                 finished(row)
         finally:
             await file.aclose()
             if own:
-                await portfolio.aclose()
+                await portfolios.aclose()
     return rows
 
 
 async def _goal(
     file: Any,
-    portfolio: FillPortfolio,
+    portfolios: Portfolios,
     path: Path,
     text: str,
     index: int,
@@ -387,10 +437,14 @@ async def _goal(
     for arm in order:
         began = time.monotonic()
         try:
-            if arm == "portfolio":
+            if _is_portfolio(arm):
+                portfolio = portfolios.arm(arm)
                 mined = portfolio.mined_cpu_seconds()
                 found, strategy, cpu, error = await portfolio.prove(path, text, hole)
-                row.training_cpu_seconds += portfolio.mined_cpu_seconds() - mined
+                if arm == "portfolio":
+                    row.training_cpu_seconds += portfolio.mined_cpu_seconds() - mined
+                else:
+                    cpu += portfolio.mined_cpu_seconds() - mined
                 if error:
                     # a prefix that does not load is the file's, not the portfolio's:
                     # opening the goal's session raises PrefixError then (caught below)
@@ -466,14 +520,21 @@ def _summary(
             {"file": r.file, "name": r.name, "reason": r.unloadable[:400]} for r in unloadable
         ],
     }
-    baselines = [a for a in arms if a != "portfolio"]
+    baselines = [a for a in arms if a != "portfolio" and not a.startswith(SOLO)]
     if baselines:
         union = sum(1 for r in rows if any(r.arms[a].solved for a in baselines if a in r.arms))
         result["baselines_union"] = union
-        if "hammer" in per_arm and per_arm["hammer"]["solved"]:
+        if "portfolio" in per_arm and "hammer" in per_arm and per_arm["hammer"]["solved"]:
             result["portfolio_over_hammer"] = round(
                 per_arm["portfolio"]["solved"] / per_arm["hammer"]["solved"], 3
             )
+    if "portfolio" in per_arm:
+        # goals a peer or a lone member proves and the portfolio does not
+        result["portfolio_lost"] = [
+            {"file": r.file, "name": r.name, "by": sorted(a for a, v in r.arms.items() if v.solved)}
+            for r in rows
+            if not r.arms["portfolio"].solved and any(v.solved for v in r.arms.values())
+        ]
     result["rows"] = [_row_json(r) for r in rows]
     return result
 

@@ -1,0 +1,326 @@
+"""Issue 28 acceptance: ``orch fill`` on held-out library files against its peers and its members.
+
+usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coquelicot]
+                                 [--solo-sample 30] [--draw-only]
+
+1. **Draw** (a rule fixed before any run): Coq stdlib files outside what
+   CoqHammer loads (evaluating those after its load is not position-faithful),
+   outside every file an earlier ``orch eval`` result or ``bench/tuning-files.txt``
+   names, with 10 to 80 ``Qed`` proofs, shuffled with ``--seed``; the first 3
+   that declare a functor (``Module X (P : T)`` or ``Module Type``) and then
+   the first others until, with 2 files of the Debian library ``--lib`` (its
+   files with 10 to 80 ``Qed`` proofs, shuffled with the same seed), there are
+   at least 8 files and ``--goals`` goals. A drawn file whose copy with every
+   ``Qed`` proof ``Admitted`` does not compile is left out (and listed).
+2. **fill**: ``bench/stdlib_fill.py`` on those copies with the product's command,
+   ``orch fill --budget 10 --budget-cap 10 --cpu-target 1.0`` (process-tree CPU).
+3. **peers**: ``orch eval`` on the original files, ``--no-portfolio --baseline
+   hammer --baseline tactics --tactic-seconds 5``: ``Timeout 10 hammer.`` as its
+   users run it, and the standard tactic list, 5 s each, at the same positions
+   (what precedes a goal is in scope in both: proved there, admitted in the copy).
+4. **solo**: ``orch eval`` with ``--baseline solo:NAME`` for each strategy of
+   the lineup that can prove alone (micro, induction, search, hammer), on
+   ``--solo-sample`` goals drawn (seeded) among those fill did not prove: a
+   member's win there is a goal the portfolio lost.
+
+Each stage leaves its output in WORK and is skipped when it is there already,
+so an interrupted run goes on where it stopped. The combined result goes to
+``bench/results/<time>-dominance.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import subprocess
+import sys
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+RESULTS = BENCH / "results"
+sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "src"))
+
+from draw_eval_files import (  # noqa: E402
+    THEORIES,
+    earlier_files,
+    hammer_modules,
+    logical_name,
+    qed_count,
+)
+
+from proof_orchestrator.coq.holes import admit_proofs  # noqa: E402
+
+ORCH = str(ROOT / ".venv/bin/orch")
+PYTHON = str(ROOT / ".venv/bin/python")
+USER_CONTRIB = THEORIES.parent / "user-contrib"
+FUNCTOR = re.compile(r"(?m)^\s*(Module\s+Type\b|(Declare\s+)?Module\s+[\w']+\s*\(\s*[\w']+\s*:)")
+SOLOS = ("micro", "induction", "search", "hammer")
+FILL_OPTIONS = ["--budget", "10", "--budget-cap", "10", "--cpu-target", "1.0"]
+
+
+def _copy_compiles(source: Path, scratch: Path) -> bool:
+    text, _ = admit_proofs(source.read_text(encoding="utf-8"))
+    scratch.mkdir(parents=True, exist_ok=True)
+    copy = scratch / source.name
+    copy.write_text(text, encoding="utf-8")
+    run = subprocess.run(["coqc", copy.name], cwd=scratch, capture_output=True, timeout=600)
+    return run.returncode == 0
+
+
+def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
+    loaded = hammer_modules()
+    if not loaded:
+        raise SystemExit("could not list CoqHammer's modules (is coq-hammer installed?)")
+    excluded = earlier_files() | {
+        ln.strip() for ln in (BENCH / "tuning-files.txt").read_text().splitlines() if ln.strip()
+    }
+    stdlib = sorted(
+        p
+        for p in THEORIES.rglob("*.v")
+        if logical_name(p) not in loaded and str(p) not in excluded and 10 <= qed_count(p) <= 80
+    )
+    library_root = USER_CONTRIB / lib
+    library = sorted(p for p in library_root.rglob("*.v") if 10 <= qed_count(p) <= 80)
+    if len(library) < 2:
+        raise SystemExit(f"{library_root}: fewer than 2 files with 10-80 Qed proofs (installed?)")
+    random.Random(seed).shuffle(stdlib)
+    random.Random(seed).shuffle(library)
+    scratch = work / "compile-check"
+    left_out: list[str] = []
+
+    def take(pool: list[Path], count: int, want: Any) -> list[Path]:
+        chosen: list[Path] = []
+        for path in pool:
+            if len(chosen) == count:
+                break
+            if not want(path):
+                continue
+            if _copy_compiles(path, scratch / str(len(left_out) + len(chosen))):
+                chosen.append(path)
+            else:
+                left_out.append(str(path))
+        return chosen
+
+    def is_functor(p: Path) -> bool:
+        return bool(FUNCTOR.search(p.read_text(encoding="utf-8", errors="replace")))
+
+    from_lib = take(library, 2, lambda p: True)
+    functors = take(stdlib, 3, is_functor)
+    chosen = [*functors, *from_lib]
+    others = [p for p in stdlib if p not in functors and str(p) not in left_out]
+    for path in others:
+        if len(chosen) >= 8 and sum(qed_count(p) for p in chosen) >= goals:
+            break
+        if _copy_compiles(path, scratch / f"o{len(chosen)}"):
+            chosen.append(path)
+        else:
+            left_out.append(str(path))
+    return {
+        "seed": seed,
+        "rule": __doc__.split("1. ", 1)[1].split("2. ", 1)[0].strip(),
+        "files": [str(p) for p in chosen],
+        "functor_files": [str(p) for p in functors],
+        "library_files": [str(p) for p in from_lib],
+        "qed_proofs": sum(qed_count(p) for p in chosen),
+        "left_out_copy_does_not_compile": left_out,
+    }
+
+
+def _stage(path: Path, run: Any) -> Any:
+    if path.exists():
+        return json.loads(path.read_text())
+    value = run()
+    path.write_text(json.dumps(value, indent=1))
+    return value
+
+
+def _written(stdout: str) -> Path:
+    return Path(re.findall(r"(?m)^(?:written|Result): (\S+)", stdout)[-1])
+
+
+def run_fill(files: list[str], work: Path) -> dict[str, Any]:
+    folder = work / "fill"
+    folder.mkdir(parents=True, exist_ok=True)
+    run = subprocess.run(
+        [PYTHON, str(BENCH / "stdlib_fill.py"), str(folder), *files, "--", *FILL_OPTIONS],
+        capture_output=True,
+        text=True,
+    )
+    print(run.stdout[-3000:], run.stderr[-3000:], sep="\n", flush=True)
+    result = json.loads(_written(run.stdout).read_text())
+    report = json.loads((folder / "report.json").read_text() or "{}")
+    # copies are named after their source (``parent_name.v`` on a clash): map back
+    by_copy = {}
+    for source in files:
+        name = Path(source).name
+        by_copy.setdefault(name, source)
+        by_copy[f"{Path(source).parent.name}_{name}"] = source
+    goals = []
+    for file in report.get("files", []):
+        source = by_copy[Path(file["path"]).name]
+        seen: Counter[str] = Counter()
+        for goal in sorted(file["goals"], key=lambda g: g["line"]):
+            seen[goal["name"]] += 1
+            goals.append(
+                {
+                    "key": f"{source}::{goal['name']}::{seen[goal['name']]}",
+                    "outcome": goal["outcome"],
+                    "strategy": goal["strategy"],
+                    "cpu_seconds": goal["cpu_seconds"],
+                    "message": goal["message"][:300],
+                }
+            )
+    return {"summary": result, "goals": goals, "ledger": str(folder / "ledger.sqlite")}
+
+
+def run_eval(files: list[str], work: Path, name: str, arms: list[str], extra: list[str]) -> Any:
+    out = work / name
+    command = [ORCH, "eval", *files, "--no-portfolio", "--budget", "10", "--out", str(out)]
+    for arm in arms:
+        command += ["--baseline", arm]
+    run = subprocess.run([*command, *extra], capture_output=True, text=True)
+    print(run.stdout[-3000:], run.stderr[-2000:], sep="\n", flush=True)
+    if run.returncode != 0:
+        raise SystemExit(f"orch eval failed ({run.returncode})")
+    result = json.loads(sorted(out.glob("*-eval.json"))[-1].read_text())
+    seen: Counter[tuple[str, str]] = Counter()
+    for row in result["rows"]:
+        seen[(row["file"], row["name"])] += 1
+        row["key"] = f"{row['file']}::{row['name']}::{seen[(row['file'], row['name'])]}"
+    return result
+
+
+def hammer_in_fill(ledger: str) -> dict[str, Any]:
+    """Hammer's attempts inside fill, from the fill run's ledger."""
+    import sqlite3
+
+    db = sqlite3.connect(ledger)
+    rows = db.execute(
+        "SELECT outcome, COUNT(*), SUM(cpu_seconds) FROM attempts WHERE strategy = 'hammer' "
+        "GROUP BY outcome"
+    ).fetchall()
+    return {o: {"attempts": n, "cpu_seconds": round(c or 0.0, 1)} for o, n, c in rows}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("work", type=Path)
+    ap.add_argument("--seed", type=int, default=20261126)
+    ap.add_argument("--goals", type=int, default=250)
+    ap.add_argument("--lib", default="Coquelicot")
+    ap.add_argument("--solo-sample", type=int, default=30)
+    ap.add_argument("--draw-only", action="store_true")
+    a = ap.parse_args()
+    work = a.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    drawn = _stage(work / "draw.json", lambda: draw(a.seed, a.goals, a.lib, work))
+    print(json.dumps(drawn, indent=1), flush=True)
+    if a.draw_only:
+        return 0
+    files = drawn["files"]
+    fill = _stage(work / "fill.json", lambda: run_fill(files, work))
+    peers = _stage(
+        work / "peers.json",
+        lambda: run_eval(files, work, "peers", ["hammer", "tactics"], ["--tactic-seconds", "5"]),
+    )
+    proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
+    unproved = sorted(g["key"] for g in fill["goals"] if g["outcome"] != "proved")
+    sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
+    names = sorted({k.split("::")[1] for k in sample})
+    solo = {"rows": []}
+    if names:
+        solo = _stage(
+            work / "solo.json",
+            lambda: run_eval(
+                files,
+                work,
+                "solo",
+                [f"solo:{s}" for s in SOLOS],
+                [arg for n in names for arg in ("--only", n)],
+            ),
+        )
+    return report(drawn, fill, peers, solo, proved, set(sample), work)
+
+
+def report(
+    drawn: dict[str, Any],
+    fill: dict[str, Any],
+    peers: dict[str, Any],
+    solo: dict[str, Any],
+    proved: set[str],
+    sample: set[str],
+    work: Path,
+) -> int:
+    scored = {g["key"] for g in fill["goals"]}
+    rows = {r["key"]: r for r in peers["rows"] if r["key"] in scored}
+    by_arm = {
+        arm: {k for k, r in rows.items() if r["arms"].get(arm, {}).get("solved")}
+        for arm in ("hammer", "tactics")
+    }
+    union = by_arm["hammer"] | by_arm["tactics"]
+    fill_cpu = fill["summary"]["process_tree_cpu_seconds"]
+    hammer_cpu = peers["arms"]["hammer"]["cpu_seconds"]
+    solo_rows = [r for r in solo["rows"] if r["key"] in sample]
+    lost = [
+        {"goal": r["key"], "by": sorted(a for a, v in r["arms"].items() if v["solved"])}
+        for r in solo_rows
+        if any(v["solved"] for v in r["arms"].values())
+    ]
+    result = {
+        "kind": "dominance",
+        "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        "draw": drawn,
+        "goals": len(scored),
+        "goals_scored_by_peers": len(rows),
+        "fill": {
+            "proved": len(proved & scored),
+            "process_tree_cpu_seconds": fill_cpu,
+            "wall_seconds": fill["summary"]["wall_seconds"],
+            "proved_by": fill["summary"]["proved_by"],
+            "outcomes": fill["summary"]["outcomes"],
+            "compiles": fill["summary"]["compiles"],
+            "hammer_attempts": hammer_in_fill(fill["ledger"]),
+        },
+        "hammer": {"proved": len(by_arm["hammer"]), "cpu_seconds": hammer_cpu},
+        "tactics": {
+            "proved": len(by_arm["tactics"]),
+            "cpu_seconds": peers["arms"]["tactics"]["cpu_seconds"],
+        },
+        "peers_union": len(union),
+        "fill_over_union": round(len(proved & scored) / max(len(union), 1), 3),
+        "fill_cpu_over_hammer": round(fill_cpu / max(hammer_cpu, 1e-9), 3),
+        "fill_of_hammer": round(len(proved & by_arm["hammer"]) / max(len(by_arm["hammer"]), 1), 3),
+        "hammer_not_fill": sorted(by_arm["hammer"] - proved),
+        "tactics_not_fill": {
+            k: rows[k]["arms"]["tactics"]["script"] for k in sorted(by_arm["tactics"] - proved)
+        },
+        "fill_not_union": len((proved & set(rows)) - union),
+        "unloadable_in_eval": peers["unloadable"],
+        "solo": {
+            "sample": sorted(sample),
+            "goals_run": len(solo_rows),
+            "arms": {
+                arm: sum(1 for r in solo_rows if r["arms"].get(arm, {}).get("solved"))
+                for arm in (f"solo:{s}" for s in SOLOS)
+            },
+            "portfolio_lost": lost,
+        },
+        "work": str(work),
+    }
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{result['timestamp']}-dominance.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("draw",)}, indent=1))
+    print(f"written: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
