@@ -271,3 +271,36 @@ async def test_the_eval_audit_resolves_a_parameters_unqualified_members(tmp_path
     finally:
         await file.aclose()
     assert solved, note
+
+
+async def test_solo_arms_run_one_member_alone_and_the_peers_can_run_without_the_portfolio(
+    tmp_path: Path,
+) -> None:
+    """``solo:NAME`` is the portfolio's code with a lineup of one; ``portfolio=False``
+    leaves the portfolio out; a goal a member proves and the portfolio does not is
+    listed under ``portfolio_lost``."""
+    path = tmp_path / "S.v"
+    path.write_text(SMALL, encoding="utf-8")
+    result = await evaluate(
+        [path],
+        budget=5,
+        baselines=["solo:micro", "solo:induction", "tactics"],
+        portfolio=False,
+        tactic_seconds=2,
+    )
+    assert set(result["arms"]) == {"solo:micro", "solo:induction", "tactics"}
+    assert "portfolio_lost" not in result
+    rows = {r["name"]: r["arms"] for r in result["rows"]}
+    # reflexivity is among the quick tactics; the inductions need a case split
+    assert rows["plus_zero_l"]["solo:micro"]["solved"]
+    assert rows["plus_zero_r"]["solo:induction"]["solved"]
+    assert not rows["plus_zero_r"]["tactics"]["solved"]
+    assert result["arms"]["solo:induction"]["per_strategy"] == {"induction": 3}
+    # the member alone is the member: micro's solo never wins with another strategy
+    assert set(result["arms"]["solo:micro"]["per_strategy"]) <= {"micro"}
+    with pytest.raises(EvalError, match="no strategy 'nosuch' in the lineup"):
+        await evaluate([path], baselines=["solo:nosuch"])
+    with pytest.raises(EvalError, match="nothing to run"):
+        await evaluate([path], portfolio=False)
+    both = await evaluate([path], budget=5, baselines=["solo:induction"], only=["plus_zero_r"])
+    assert both["portfolio_lost"] == []  # the portfolio proves what induction proves

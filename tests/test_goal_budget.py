@@ -69,3 +69,27 @@ def test_search_grows_with_its_budget() -> None:
     assert depths == sorted(depths)
     assert depths[-1] > depths[0]
     assert search_limits(40.0, max_expansions=7)[1] == 7  # an explicit limit wins
+
+
+def test_a_strategy_alone_on_a_goal_gets_the_whole_budget_cheap_or_not() -> None:
+    for name, heavy in (("micro", False), ("search", True)):
+        budget = GoalBudget(10.0, {name: heavy})
+        assert budget.grant(name) == pytest.approx(10.0)
+
+
+def test_a_waiting_strategys_floor_is_kept_back_and_granted() -> None:
+    """Search ranks higher (share 9 to 1) but hammer's ATPs need 5 s: search's grant
+    leaves hammer its floor, and hammer gets it."""
+    budget = GoalBudget(10.0, HEAVY, {"search": 9.0, "hammer": 1.0}, {"hammer": 5.0})
+    micro = budget.grant("micro")
+    budget.settle(micro, 1.0)
+    search = budget.grant("search")
+    assert search == pytest.approx(9.0 - 5.0)
+    assert budget.grant("hammer") == pytest.approx(5.0)
+    # started first, hammer gets its share or its floor, whichever is larger
+    first = GoalBudget(10.0, HEAVY, {"search": 9.0, "hammer": 1.0}, {"hammer": 5.0})
+    assert first.grant("hammer") == pytest.approx(5.0)
+    assert first.grant("search") == pytest.approx(5.0)
+    # less than the floor left: what is left
+    short = GoalBudget(3.0, HEAVY, {"search": 1.0, "hammer": 1.0}, {"hammer": 5.0})
+    assert short.grant("hammer") == pytest.approx(3.0)

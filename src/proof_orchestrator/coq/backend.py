@@ -15,7 +15,13 @@ from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
-from .project import CoqProject, load_coqproject, project_for, working_folder_flags
+from .project import (
+    CoqProject,
+    load_coqproject,
+    loads_hammer,
+    project_for,
+    working_folder_flags,
+)
 from .script import check_script
 from .session import CoqProver
 from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
@@ -155,7 +161,10 @@ class CoqBackend:
         """Profile 0: quick tactics. 1 (the default): best-first search with the k-NN
         model and premises, the ``sauto`` family and ``hammer``. 2: the helper-lemma
         market. The LLM strategies when asked for (or at 2) and a model is configured."""
-        allow = "hammer-tactics" in inputs.allowed_imports
+        # a project that loads CoqHammer somewhere has its tactics already
+        allow = "hammer-tactics" in inputs.allowed_imports or (
+            inputs.root is not None and loads_hammer(inputs.root)
+        )
         lineup: list[Strategy] = [
             MicroStrategy(),
             InductionStrategy(),

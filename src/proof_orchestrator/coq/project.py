@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shlex
 import subprocess
 from collections.abc import Iterator, Sequence
@@ -117,6 +118,35 @@ def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
     if where:
         folders += [Path(where) / "theories", Path(where) / "user-contrib"]
     return tuple(f.resolve() for f in folders if f.is_dir())
+
+
+#: a sentence that loads CoqHammer (``From Hammer Require Import Tactics.``, ``Require Hammer.``)
+_LOADS_HAMMER = re.compile(
+    r"(?m)^\s*(?:From\s+Hammer\s+Require|Require\s+(?:(?:Import|Export)\s+)?Hammer\b)"
+)
+#: folders of a project that hold no source of its own
+_NOT_SOURCES = frozenset({".orch", "_build", "_opam", "node_modules", ".git"})
+
+
+def loads_hammer(root: Path) -> bool:
+    """Whether some ``.v`` file of the project at ``root`` loads CoqHammer.
+
+    Such a project already depends on CoqHammer's tactics, so a proof may add
+    ``From Hammer Require Import Tactics.`` without ``--allow-import``.
+    """
+    if not root.is_dir():
+        return False
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d not in _NOT_SOURCES]
+        for name in names:
+            if name.endswith(".v"):
+                try:
+                    text = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                if _LOADS_HAMMER.search(text):
+                    return True
+    return False
 
 
 def _nearest(start: Path, name: str) -> Path | None:

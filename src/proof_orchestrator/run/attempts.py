@@ -180,6 +180,7 @@ class AttemptRunner:
         klass = goal_class(goal.statement)
         heavy = {n: self.strategies[n].weight == "heavy" for n in names}
         shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
+        floors = {n: getattr(self.strategies[n], "min_grant_seconds", 0.0) for n in shares}
 
         async def attempt(name: str, account: GoalBudget) -> StrategyResult:
             return await self.attempt(item, name, klass, account)
@@ -194,6 +195,7 @@ class AttemptRunner:
             attempt,
             retry_errors=retry,
             final=final,
+            floors=floors,
         )
         if retry and any(r.outcome is Outcome.ERROR for r in outcome.results.values()):
             item.error_retried = True
@@ -308,12 +310,17 @@ class AttemptRunner:
                 censored=result.outcome is Outcome.TIMEOUT,
             )
             arm = (klass, stats)
+        message = result.message
+        if result.load_cpu_seconds > 0:
+            # e.g. CoqHammer reading its ATP library: once per prover process
+            load = f"load {result.load_cpu_seconds:.1f} CPU s, once per prover process"
+            message = f"{message} ({load})" if message else load
         self.record(
             item,
             name,
             result.outcome,
             result,
-            result.message,
+            message,
             budget.cpu_seconds,
             arm,
             attempt_key=key,

@@ -5,8 +5,9 @@ together. The strategies run in the bandit's order with the cheap ones first
 (quick tactics: their whole list costs little), each granted a small share
 (:data:`CHEAP_SHARE` of ``B``); the expensive ones (search, hammer...) then
 share what is left, in proportion to the bandit's estimate of their success
-rate on goals of this class; the last one gets all that is left. A strategy
-that is alone on the goal, cheap or not, gets the whole budget.
+rate on goals of this class, each keeping back the floor of those still
+waiting (CoqHammer's ATPs need a few seconds to be of any use); the last one
+gets all that is left. A strategy that is alone on the goal, cheap or not, gets the whole budget.
 
 A grant is reserved when its strategy starts and settled when it ends: what a
 strategy did not use goes back to the goal's account, so a strategy that
@@ -39,6 +40,10 @@ class GoalBudget:
 
     ``heavy`` says which strategies are expensive; ``shares`` weighs the
     expensive ones against each other (any positive numbers; missing: 1).
+    ``floors`` are the CPU seconds below which an expensive strategy cannot
+    do its work (CoqHammer's ATPs need a few seconds): a grant to one leaves
+    the floors of those still waiting, and a strategy gets at least its floor
+    when that much is left.
     """
 
     def __init__(
@@ -46,12 +51,14 @@ class GoalBudget:
         total: float,
         heavy: Mapping[str, bool],
         shares: Mapping[str, float] | None = None,
+        floors: Mapping[str, float] | None = None,
     ) -> None:
         if not total > 0:
             raise ValueError(f"a goal's budget must be positive, got {total!r}")
         self.total = total
         self.heavy = dict(heavy)
         self.shares = {n: max(1e-3, (shares or {}).get(n, 1.0)) for n, h in heavy.items() if h}
+        self.floors = {n: max(0.0, (floors or {}).get(n, 0.0)) for n in self.shares}
         #: expensive strategies not started yet
         self._waiting = set(self.shares)
         self.used = 0.0
@@ -73,6 +80,8 @@ class GoalBudget:
             weights = {n: self.shares[n] for n in self._waiting | {name}}
             self._waiting.discard(name)
             amount = left * weights[name] / sum(weights.values())
+            reserved = sum(self.floors[n] for n in self._waiting)
+            amount = max(min(amount, left - reserved), min(left, self.floors[name]))
         else:
             amount = min(left, max(MIN_GRANT, CHEAP_SHARE * self.total))
         if amount < MIN_GRANT:

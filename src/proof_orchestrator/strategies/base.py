@@ -37,6 +37,9 @@ class StrategyResult:
     hint: str = ""
     #: False when the strategy never ran (its goal's budget was spent before it started)
     started: bool = True
+    #: CPU seconds of a one-time load for the prover process (CoqHammer reading its
+    #: ATP library), counted apart from ``cpu_seconds`` and the goal's budget
+    load_cpu_seconds: float = 0.0
 
 
 class Strategy(Protocol):

@@ -28,6 +28,16 @@ patch adds after the file's last ``Require`` (the whole file is verified as
 always). ``sauto`` runs in files without CoqHammer only when that import is
 allowed.
 
+The first ``hammer`` call in a coqtop reads CoqHammer's ATP library (the
+features of every object in scope: about 9 CPU seconds with the standard
+library loaded); later calls in the same process reuse it, even after a
+``BackTo`` past the ``Require`` or a call cut short. So the first attempt in
+a process reads it once, with a tiny ATP limit, as a *load* that is counted
+apart (``load_cpu_seconds``, not the goal's budget), and each attempt is held
+to its budget by Coq's own ``Timeout``, which leaves the process alive and
+warm for the next goal (the process pool hands it to the next side session
+on the same file); a CPU guard well above the budget only catches a runaway.
+
 Where they cannot run at all (``sauto`` in a file without CoqHammer's tactics
 and without that permission; either where CoqHammer does not load), they say
 so with :attr:`~proof_orchestrator.goals.Outcome.SKIPPED` and the reason: no
@@ -118,6 +128,43 @@ def hammer_environment() -> None:
 
 #: the ATPs CoqHammer calls, by its option name and the program it runs
 _ATPS = (("Vampire", "vampire"), ("Eprover", "eprover"), ("Z3", "z3_tptp"), ("CVC4", "cvc4"))
+
+
+#: how CoqHammer reports a ``Timeout`` that interrupted it
+_TIMED_OUT = re.compile(r"Control\.Timeout|Timeout!")
+#: coqtop processes (by pid) whose ATP library CoqHammer has read
+_WARM: set[int] = set()
+#: wall seconds the ATP library's first read may take (about 9 s on the stdlib)
+LOAD_SECONDS = 60.0
+
+
+async def read_atp_library(session: CoqSession) -> tuple[float, TacticResult | None]:
+    """Read CoqHammer's ATP library in ``session``'s process unless it has been read.
+
+    One ``hammer`` call with a 1 s ATP limit does it (the ATPs need the
+    features of everything in scope, which CoqHammer computes on its first
+    call and keeps for the process). Returns its CPU seconds (0 when the
+    process was warm) and its result when it closed the goal already.
+    """
+    pid = session.pid
+    if pid is None or pid in _WARM:
+        return 0.0, None
+    before = session.cpu_seconds()
+    settings = await session.run_script(
+        ["Set Hammer ATPLimit 1.", "Set Hammer ReconstrLimit 1."], session.root, timeout=5
+    )
+    state = settings.state if settings.ok else session.root
+    found = await session.run_tactic(
+        "hammer.", state, timeout=LOAD_SECONDS, cpu_limit=2 * LOAD_SECONDS
+    )
+    closed = found.status is TacticStatus.COMPLETE
+    spent = session.cpu_seconds() - before
+    # hammer's first step (sauto's fast path) closes easy goals before any ATP is
+    # called, and then the library has not been read: the next call reads it
+    if session.pid == pid and (not closed or spent > 2.0):  # the process was not replaced
+        _WARM.add(pid)
+    await session.back_to(session.root)
+    return spent, found if closed else None
 
 
 def missing_atps() -> tuple[str, ...]:
@@ -337,6 +384,9 @@ class HammerStrategy:
     language = "coq"
     uses_slot = True
     needs_ledger = False
+    #: below this many CPU seconds the ATPs rarely finish: the goal's budget keeps
+    #: this much for hammer while it waits (``GoalBudget``'s floors)
+    min_grant_seconds = 5.0
 
     def __init__(self, allow_tactics_import: bool = False) -> None:
         self.allow_tactics_import = allow_tactics_import
@@ -345,6 +395,7 @@ class HammerStrategy:
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
         sides: list[CoqSession] = []
+        load = 0.0
 
         def spent() -> float:
             return session.cpu_seconds() - cpu_start + sum(s.cpu_seconds() for s in sides)
@@ -365,21 +416,23 @@ class HammerStrategy:
                 message,
                 imports=imports,
                 hint=hint,
+                load_cpu_seconds=load,
             )
 
         loaded = await _has_hammer_tactics(session)
-        if loaded:
-            found = await self._hammer(session, budget, spent)
-        else:
-            async with contextlib.AsyncExitStack() as stack:
+        async with contextlib.AsyncExitStack() as stack:
+            where = session
+            if not loaded:
                 try:
-                    side = await stack.enter_async_context(
+                    where = await stack.enter_async_context(
                         session.side_session((*HAMMER_PREAMBLE, *missing_atps()))
                     )
                 except PrefixError as exc:
                     return skipped(_does_not_load("CoqHammer", exc), started)
-                sides.append(side)
-                found = await self._hammer(side, budget, spent)
+                sides.append(where)
+            load, early = await read_atp_library(where)
+            cpu_start += load  # counted apart, not against the goal's budget
+            found = early or await self._hammer(where, budget, spent)
         if found.status is TacticStatus.TIMEOUT:
             return result(Outcome.TIMEOUT)
         if found.status is not TacticStatus.COMPLETE:
@@ -432,11 +485,21 @@ class HammerStrategy:
             timeout=5,
         )
         state = settings.state if settings.ok else session.root
-        # the ATPs and the reconstruction together stay within the CPU budget; the
-        # wall-clock limit only catches a hang (a busy machine stretches the wall time)
-        return await session.run_tactic(
-            "hammer.",
-            state,
-            timeout=2 * budget.cpu_seconds + 5,
-            cpu_limit=max(0.5, budget.cpu_seconds - spent()),
+        # Coq's Timeout (wall-clock) ends the call and keeps the process, and the ATP
+        # library it has read, alive for the next goal; the two ATPs run at once
+        # for most of the call (about 1.8 CPU seconds per second), so it is set at
+        # half the CPU left. The CPU guard above it kills the process: it only
+        # catches what Timeout does not stop in time.
+        left = max(1.0, budget.cpu_seconds - spent())
+        found = await session.run_tactic(
+            "hammer.", state, timeout=max(1.0, left / 2), cpu_limit=left + 3
         )
+        if found.status is TacticStatus.FAILED and _TIMED_OUT.search(found.message):
+            # CoqHammer reports Coq's Timeout as its own error
+            return TacticResult(
+                TacticStatus.TIMEOUT,
+                found.state,
+                message=found.message,
+                cpu_seconds=found.cpu_seconds,
+            )
+        return found
