@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -247,3 +248,41 @@ def test_atps_that_are_not_installed_are_left_out_of_the_side_session(
     assert missing_atps() == ("Unset Hammer Vampire.", "Unset Hammer Z3.")
     monkeypatch.setenv("PATH", "")
     assert len(missing_atps()) == 4
+
+
+#: a goal hammer cannot prove (its attempt ends on Coq's Timeout), then two it proves
+#: with plus_zero_r: one side coqtop serves all three, warm after the first
+WARM = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint plus (a b : num) : num := match a with zero => b | succ p => succ (plus p b) end.
+Lemma plus_zero_r : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma hopeless : forall n, plus n zero = succ n.
+Admitted.
+Lemma twice : forall k, plus (plus k zero) zero = k.
+Admitted.
+Lemma thrice : forall k, plus (plus (plus k zero) zero) zero = k.
+Admitted.
+"""
+
+
+async def test_hammer_reads_its_atp_library_once_per_process_and_a_timeout_keeps_it(
+    tmp_path: Path, ledger: Ledger
+) -> None:
+    """The first attempt reads the library (a load, counted apart: its message says
+    so); the failed attempt ends on Coq's Timeout, which leaves the process warm, so
+    the next goals' attempts load nothing."""
+    path = tmp_path / "Warm.v"
+    path.write_text(WARM, encoding="utf-8")
+    options = FillOptions(budget=Budget(cpu_seconds=10.0, tactic_seconds=1.0), reuse=False)
+    report = await fill([path], ledger, options, strategies=[HammerStrategy()])
+    outcomes = {g.goal.name: g.outcome for g in report.goals}
+    assert outcomes == {
+        "hopeless": Outcome.TIMEOUT,
+        "twice": Outcome.PROVED,
+        "thrice": Outcome.PROVED,
+    }, [(g.goal.name, g.message) for g in report.goals]
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        messages = [m for (m,) in db.execute("SELECT message FROM attempts")]
+    assert sum("once per prover process" in m for m in messages) == 1, messages
+    assert coqc_ok(path)

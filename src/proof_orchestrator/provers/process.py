@@ -344,6 +344,11 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
     await proc.wait()
+    # an ATP that a timeout left running on its own (no longer a descendant) may hold
+    # the output pipe open: close our end now rather than when it is collected
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        transport.close()
     _LIVE.pop(proc.pid, None)
 
 
