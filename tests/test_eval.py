@@ -304,3 +304,21 @@ async def test_solo_arms_run_one_member_alone_and_the_peers_can_run_without_the_
         await evaluate([path], portfolio=False)
     both = await evaluate([path], budget=5, baselines=["solo:induction"], only=["plus_zero_r"])
     assert both["portfolio_lost"] == []  # the portfolio proves what induction proves
+
+
+async def test_the_tactics_baseline_runs_with_lia_in_front_and_not_coqhammer(
+    tmp_path: Path,
+) -> None:
+    """The file loads nothing: ``lia`` (loaded in front for the tactic list) proves the
+    arithmetic goal; ``firstorder`` the propositional one."""
+    path = tmp_path / "T.v"
+    path.write_text(
+        "Lemma arith : forall n : nat, n + 1 > n.\n"
+        "Proof. induction n; simpl; [apply le_n | apply le_n_S; exact IHn]. Qed.\n"
+        "Lemma prop : forall A B : Prop, A /\\ B -> B \\/ A.\nProof. tauto. Qed.\n",
+        encoding="utf-8",
+    )
+    result = await evaluate([path], budget=5, baselines=["tactics"], portfolio=False)
+    scripts = {r["name"]: r["arms"]["tactics"]["script"] for r in result["rows"]}
+    assert scripts["arith"] == "lia."
+    assert scripts["prop"] in ("intuition.", "firstorder.")

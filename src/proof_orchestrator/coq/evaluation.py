@@ -3,7 +3,8 @@
 :mod:`proof_orchestrator.workflows.evaluate` runs the evaluation (the arms,
 their order, the portfolio through the engine, the summary); what is Coq's
 is here: the ``Qed`` proofs of a file, CoqHammer loaded in front of it,
-``Timeout B hammer.`` as users run it, the fixed tactic list, and the check
+``Timeout B hammer.`` as users run it, the standard tactic list (with Lia
+loaded in front instead of CoqHammer), and the check
 of an arm's candidate in the goal's own session (the gate, ``Qed``, then the
 audit of :mod:`.audit`, position-faithful).
 """
@@ -35,7 +36,7 @@ from .audit import (
 from .holes import CoqHole, declared_axioms, functor_parameters, qed_proofs
 from .project import project_for
 from .script import check_script
-from .session import CoqProver, CoqSession
+from .session import NO_MICROMEGA_CACHE, CoqProver, CoqSession
 from .strategies.hammer import (
     HAMMER_PREAMBLE,
     HammerStrategy,
@@ -44,24 +45,27 @@ from .strategies.hammer import (
 )
 from .strategies.micro import _QuickTactics
 
-__all__ = ["TACTICS_BASELINE", "CoqEvaluation", "FileEvaluation", "GoalAudit"]
+__all__ = [
+    "TACTICS_BASELINE",
+    "TACTICS_PREAMBLE",
+    "CoqEvaluation",
+    "FileEvaluation",
+    "GoalAudit",
+]
 
-#: the fixed tactic list of the ``tactics`` baseline
+#: the ``tactics`` baseline: a standard tactic list, each tactic under its own timeout
 TACTICS_BASELINE = (
-    "trivial.",
     "auto.",
-    "easy.",
     "intuition.",
-    "tauto.",
+    "lia.",
     "congruence.",
     "firstorder.",
-    "eauto.",
-    "intros; auto with *.",
     "intros; subst; auto.",
-    "intros; simpl; auto.",
     "simpl; auto.",
-    "intros; lia.",
 )
+#: what the ``tactics`` baseline loads in front of the file (CoqHammer is not loaded
+#: for it, so its ``auto`` sees the file's hints, not those of CoqHammer's libraries)
+TACTICS_PREAMBLE = ("From Coq Require Import Lia.", *NO_MICROMEGA_CACHE)
 
 
 class _FixedTactics(_QuickTactics):
@@ -132,8 +136,9 @@ async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> Strate
 _SETTINGS = CoqSettings(max_idle=2)
 
 
-def _prefix(prover: CoqProver, text: str, hole: CoqHole) -> list[str]:
-    return [*HAMMER_PREAMBLE, *prover._prefix_codes(text, hole.prefix_end)]
+def _prefix(prover: CoqProver, text: str, hole: CoqHole, arm: str = "hammer") -> list[str]:
+    front = TACTICS_PREAMBLE if arm == "tactics" else HAMMER_PREAMBLE
+    return [*front, *prover._prefix_codes(text, hole.prefix_end)]
 
 
 async def _checked(
@@ -247,7 +252,7 @@ class FileEvaluation:
     ) -> tuple[str, float, bool, str, tuple[str, ...]]:
         """A peer on goal ``index``: (strategy, CPU seconds, solved, note, script)."""
         hole = self.proofs[index][0]
-        prefix = _prefix(self.prover, self.text, hole)
+        prefix = _prefix(self.prover, self.text, hole, arm)
         async with self.prover.session_at(hole.goal, prefix) as session:
             spent = _arm_clock(session)
             found, strategy = await _run_arm(arm, session, hole, budget)

@@ -30,9 +30,11 @@ the same CPU budget:
 * ``hammer-capped`` (``--baseline hammer-capped``): ``hammer`` as the
   portfolio runs it, ATP limit half the budget, reconstruction limit a
   quarter, killed when coqtop and its ATPs together reach the budget;
-* ``tactics`` (``--baseline tactics``): a fixed list of standard tactics,
-  each under its own timeout (``tactic_seconds``), the whole list tried
-  whatever the budget (the list's length times the timeout bounds it);
+* ``tactics`` (``--baseline tactics``): a standard tactic list (``auto``,
+  ``intuition``, ``lia``, ``congruence``, ``firstorder``, ``intros; subst;
+  auto``, ``simpl; auto``), each under its own timeout (``tactic_seconds``),
+  the whole list tried whatever the budget, with Lia loaded in front of the
+  file instead of CoqHammer;
 * ``solo:NAME`` (``--baseline solo:search``, ...): one strategy of the
   portfolio's lineup alone, through the same code as ``portfolio`` with a
   lineup of one and the whole budget: where a member proves a goal the
