@@ -10,6 +10,7 @@ from pathlib import Path
 __all__ = [
     "DEFAULT_BUDGET",
     "ArmStats",
+    "BreakKind",
     "Budget",
     "Goal",
     "HoleKind",
@@ -53,6 +54,23 @@ class HoleKind(enum.StrEnum):
     SORRY = "sorry"
     #: not a hole: a finished ``Qed`` proof, opened to be shortened (``orch golf``)
     PROVED = "proved"
+    #: a ``Qed`` proof that no longer checks (an edit or an upgrade broke it): ``orch repair``
+    BROKEN = "broken"
+
+
+class BreakKind(enum.StrEnum):
+    """Why a proof that used to check no longer does (the prover's error, classified)."""
+
+    #: a name the proof uses no longer exists (renamed, removed)
+    UNKNOWN_REFERENCE = "unknown_reference"
+    #: a term no longer has the type the proof gives it (hypotheses reordered or added)
+    TYPE_MISMATCH = "type_mismatch"
+    #: the proof's tactics run out before the goals do (a hint or an unfolding lost)
+    REMAINING_GOALS = "remaining_goals"
+    #: a tactic fails
+    TACTIC_FAILURE = "tactic_failure"
+    #: a tactic no longer ends in time
+    TIMEOUT = "timeout"
 
 
 @dataclass(frozen=True, slots=True)

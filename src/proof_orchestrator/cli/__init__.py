@@ -6,7 +6,7 @@ One module per command group; this one only assembles them, in the order
 - :mod:`.fill`: ``fill``, ``bg``; :mod:`.bank`: ``bank``
 - :mod:`.serve`: ``dashboard``, ``mcp``
 - :mod:`.info`: ``report``, ``stats``, ``config``, ``doctor``; :mod:`.project`: ``info``
-- :mod:`.eval`: ``eval``; :mod:`.golf`: ``golf``
+- :mod:`.eval`: ``eval``; :mod:`.golf`: ``golf``; :mod:`.repair`: ``repair``
 - :mod:`.market`, :mod:`.blueprint`, :mod:`.lean`: the sub-commands of each
 
 :mod:`.common` holds what they share (consoles, exit codes, settings, the
@@ -26,6 +26,7 @@ from .info import config_command, doctor_command, report_command, stats_command
 from .lean import lean_app
 from .market import market_app
 from .project import info_command
+from .repair import repair_command
 from .serve import dashboard_command, mcp_command
 
 __all__ = ["app", "main"]
@@ -50,6 +51,7 @@ app.command("info")(info_command)
 app.command("doctor")(doctor_command)
 app.command("eval")(eval_command)
 app.command("golf")(golf_command)
+app.command("repair")(repair_command)
 app.add_typer(market_app, name="market")
 app.add_typer(blueprint_app, name="blueprint")
 app.add_typer(lean_app, name="lean")

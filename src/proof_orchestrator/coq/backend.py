@@ -226,6 +226,10 @@ class CoqBackend:
             from .golf import CoqGolf
 
             return CoqGolf()
+        if name == "repair":
+            from .repair import CoqRepair
+
+            return CoqRepair()
         if name == "agent":
             from .agent import CoqAgentSide
 

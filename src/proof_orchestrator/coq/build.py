@@ -154,6 +154,17 @@ class CoqBuilder:
         self.rebuilt_files = 0
         self.rebuild_cpu_seconds = 0.0
         self._graph: dict[Path, set[Path]] | None = None
+        #: texts compiled in place of the files on disk (``orch repair``: a file with
+        #: broken proofs, as the files that import it should see it)
+        self.overrides: dict[Path, str] = {}
+
+    def override(self, source: Path, text: str) -> None:
+        """Build ``source`` from ``text`` from now on, not from the file on disk."""
+        self.overrides[source.resolve()] = text
+
+    def _source_sha(self, source: Path) -> str:
+        text = self.overrides.get(source)
+        return hashlib.sha256(text.encode()).hexdigest() if text is not None else _sha(source)
 
     # -- the load path ------------------------------------------------------------------
 
@@ -304,13 +315,13 @@ class CoqBuilder:
         if ours is not None and ours.exists():
             entry = manifest.get(self._key(source), {})
             fresh = (
-                entry.get("source") == _sha(source)
+                entry.get("source") == self._source_sha(source)
                 and entry.get("stamp") == _stamp(ours)
                 and entry.get("deps") == self._dep_stamps(deps, chosen)
             )
             if fresh and deps_fresh:
                 return _Choice(FileBuild.BUILT, ours)
-        if users.exists():
+        if users.exists() and source not in self.overrides:
             mtime = users.stat().st_mtime_ns
             own_deps = all(
                 chosen[d].users and chosen[d].output.stat().st_mtime_ns <= mtime
@@ -469,7 +480,7 @@ class CoqBuilder:
                 broken.add(source)
                 continue
             manifest[self._key(source)] = {
-                "source": _sha(source),
+                "source": self._source_sha(source),
                 "stamp": _stamp(ours),
                 "deps": self._dep_stamps(deps, chosen),
             }
@@ -495,6 +506,10 @@ class CoqBuilder:
         make_state_dir(ours.parent)
         scratch = Path(tempfile.mkdtemp(prefix=".coqc-", dir=self.build_dir))
         prefix = self.logical(source).rpartition(".")[0]
+        compiled = source
+        if source in self.overrides:
+            compiled = scratch / source.name
+            compiled.write_text(self.overrides[source], encoding="utf-8")
         try:
             run = await run_command(
                 [
@@ -502,7 +517,7 @@ class CoqBuilder:
                     *self.flags,
                     *("-Q", str(scratch), prefix),
                     *("-o", str(scratch / ours.name)),
-                    str(source),
+                    str(compiled),
                 ],
                 # in .orch/build: what coqc leaves in its folder (.lia.cache) stays out of the tree
                 cwd=str(self.build_dir),
@@ -570,20 +585,16 @@ class CoqBuilder:
         return BuildFailure(where, line, f"error: {message}").one_line(self.root)
 
     def _suggested_command(self) -> str:
-        if self.command:
-            return self.command
-        if self.project.kind == "dune":
-            return "dune build"
-        if self.project.kind == "_CoqProject":
-            return "coq_makefile -f _CoqProject -o CoqMakefile && make -f CoqMakefile"
-        return "coqc"
+        makefile = "coq_makefile -f _CoqProject -o CoqMakefile && make -f CoqMakefile"
+        kinds = {"dune": "dune build", "_CoqProject": makefile}
+        return self.command or kinds.get(self.project.kind, "coqc")
 
     def next_step(self, failures: Sequence[BuildFailure]) -> str:
         if not failures:
             return ""
         first = failures[0].one_line(self.root).split(": ", 1)[0]
-        files = f"{len(failures)} file(s) could not be built"
         return (
-            f"{files}: fix {first} (then run orch again), or build the project yourself "
-            f"(`{self._suggested_command()}`) and pass --build '<that command>'"
+            f"{len(failures)} file(s) could not be built: fix {first} (then run orch again), "
+            f"or build the project yourself (`{self._suggested_command()}`) and pass "
+            "--build '<that command>'"
         )

@@ -28,6 +28,7 @@ __all__ = [
     "functor_parameters",
     "iter_proofs",
     "module_parameters",
+    "proof_hole",
     "qed_proofs",
     "scan_coq_file",
     "scan_coq_text",
@@ -235,36 +236,44 @@ def _scan(path: Path, text: str, ending: str) -> list[tuple[CoqHole, tuple[str, 
                 if any(_ADMIT.search(s.code) for s in proof.proof[:-1])
                 else HoleKind.ADMITTED
             )
-        first = proof.proof[0]
-        opener_kept = sentence_keyword(first.code) == "Proof"
-        prefix_end = first.end if opener_kept else proof.statement.end
-        statement_code = proof.statement.code
-        declared = _declared_name(statement_code)
-        after_name = declared[2] if declared else statement_code
-        line_start = text.rfind("\n", 0, proof.statement.start) + 1
-        indent = re.match(r"[ \t]*", text[line_start:]).group()  # type: ignore[union-attr]
-        goal = Goal(
-            file=path,
-            line=text.count("\n", 0, proof.statement.start) + 1,
-            name=proof.name,
-            statement=statement_code,
-            kind=kind,
-            fingerprint=fingerprint_of(after_name, proof.context),
-            language="coq",
-            scope=proof.scope,
-        )
-        hole = CoqHole(
-            goal=goal,
-            prefix_end=prefix_end,
-            statement_start=proof.statement.start,
-            proof_start=first.start,
-            proof_end=proof.proof[-1].end,
-            proof_opener=first.code if opener_kept else "Proof.",
-            indent=indent,
-        )
-        body = proof.proof[1:-1] if opener_kept else proof.proof[:-1]
-        holes.append((hole, tuple(s.code for s in body)))
+        holes.append(proof_hole(path, text, proof, kind))
     return holes
+
+
+def proof_hole(
+    path: Path, text: str, proof: DeclaredProof, kind: HoleKind
+) -> tuple[CoqHole, tuple[str, ...]]:
+    """``proof`` (of ``text``) as a hole of ``kind`` to open and patch, with its script
+    (the sentences between the ``Proof ...`` opener and the ending)."""
+    first = proof.proof[0]
+    opener_kept = sentence_keyword(first.code) == "Proof"
+    prefix_end = first.end if opener_kept else proof.statement.end
+    statement_code = proof.statement.code
+    declared = _declared_name(statement_code)
+    after_name = declared[2] if declared else statement_code
+    line_start = text.rfind("\n", 0, proof.statement.start) + 1
+    indent = re.match(r"[ \t]*", text[line_start:]).group()  # type: ignore[union-attr]
+    goal = Goal(
+        file=path,
+        line=text.count("\n", 0, proof.statement.start) + 1,
+        name=proof.name,
+        statement=statement_code,
+        kind=kind,
+        fingerprint=fingerprint_of(after_name, proof.context),
+        language="coq",
+        scope=proof.scope,
+    )
+    hole = CoqHole(
+        goal=goal,
+        prefix_end=prefix_end,
+        statement_start=proof.statement.start,
+        proof_start=first.start,
+        proof_end=proof.proof[-1].end,
+        proof_opener=first.code if opener_kept else "Proof.",
+        indent=indent,
+    )
+    body = proof.proof[1:-1] if opener_kept else proof.proof[:-1]
+    return hole, tuple(s.code for s in body)
 
 
 def declared_axioms(text: str) -> frozenset[str]:

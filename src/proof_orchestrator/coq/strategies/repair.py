@@ -1,0 +1,221 @@
+"""The ``repair`` strategy: a broken proof repaired from its old script (``orch repair``).
+
+It works in the goal's session on the stand-in file (earlier broken proofs
+admitted, see :mod:`..broken`), in this order, each script checked by Coq to
+the end (no goal left) within the budget:
+
+1. **Names.** When the error names an unknown reference, the old script with
+   that name replaced by each name in scope that resembles it (the file's and
+   the project's lemmas, closest spelling first).
+2. **From where it broke.** The old script is replayed up to the sentence where
+   Coq stopped; from there, that sentence is tried in variants that survive
+   the usual changes (``simpl``/``cbn``/``unfold`` first, where a definition
+   no longer unfolds; ``eapply``/``eauto`` where a lemma gained or reordered a
+   hypothesis; ``auto`` with the lemmas the script and the file name, where a
+   hint disappeared), followed by the rest of the old script, or with
+   automation to close what is left.
+3. **Whole-script variants** of the same kinds, from the start.
+
+What it finds is a candidate like any strategy's: the whole-file check and the
+axiom audit decide. The statement is never touched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import time
+from collections.abc import Iterable, Iterator, Sequence
+
+from ...goals import Budget, Goal, Outcome
+from ...provers.base import ProofState, TacticStatus
+from ...strategies.base import StrategyResult
+from ..broken import BrokenProof
+from ..session import CoqSession
+
+__all__ = ["RepairStrategy", "unknown_reference"]
+
+_UNKNOWN = re.compile(
+    r"(?:The (?:reference|variable) |Unknown constant |Unknown inductive |No such hint )"
+    r"([\w'.]+)"
+)
+_IDENT = re.compile(r"[A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*")
+#: tactics that close what a replayed script leaves, tried in order
+_CLOSERS = (
+    "auto",
+    "eauto",
+    "easy",
+    "intuition",
+    "firstorder",
+    "congruence",
+    "simpl in *; auto",
+    "intros; subst; auto",
+    "auto with *",
+)
+#: the most candidate names tried for an unknown reference
+_NAME_CANDIDATES = 8
+#: the most lemmas handed to ``eauto using``
+_USING = 12
+
+
+def unknown_reference(error: str) -> str | None:
+    """The name Coq could not find, from its error message."""
+    found = _UNKNOWN.search(error)
+    return found.group(1).rstrip(".") if found else None
+
+
+def _replace_name(sentence: str, old: str, new: str) -> str:
+    return re.sub(rf"(?<![\w'.]){re.escape(old)}(?![\w'])", new, sentence)
+
+
+def _variants(sentence: str, unfold: Sequence[str], using: str) -> Iterator[str]:
+    """Forms of one sentence that survive the usual changes to what it relies on."""
+    body = sentence.rstrip().removesuffix(".")
+    if not body or body in ("-", "+", "*", "{", "}") or body.startswith(("-", "+", "*", "{")):
+        return
+    yield f"simpl in *; {body}."
+    yield f"cbn in *; {body}."
+    for name in unfold:
+        yield f"unfold {name} in *; {body}."
+    eager = re.sub(r"\bapply\b", "eapply", body)
+    eager = re.sub(r"\bauto\b", "eauto", eager)
+    if eager != body:
+        yield f"{eager}; eauto."
+    # a lemma applied to explicit arguments whose order or number changed
+    bare = re.sub(r"\b(e?apply|exact)\s+\(\s*([\w'.]+)[^()]*\)", r"eapply \2", body)
+    if bare != body:
+        yield f"{bare}; eauto."
+    yield f"{body}; eauto."
+    yield f"{body}; auto with *."
+    if using:
+        yield f"{body}; eauto using {using}."
+        if re.search(r"\b(e?auto|trivial|easy)\b", body):
+            yield re.sub(r"\b(e?auto|trivial|easy)\b", f"eauto using {using}", body) + "."
+
+
+class RepairStrategy:
+    """Repair one broken proof from its old script (see the module's docstring)."""
+
+    name = "repair"
+    weight = "light"
+    language = "coq"
+    uses_slot = True
+    needs_ledger = False
+
+    def __init__(
+        self,
+        broken: BrokenProof,
+        names: Sequence[str] = (),
+        definitions: Sequence[str] = (),
+    ) -> None:
+        self.broken = broken
+        #: lemma names in scope (the file's, the project's): replacements and ``using``
+        self.names = tuple(dict.fromkeys(names))
+        #: definitions of the file and the project (``unfold`` candidates)
+        self.definitions = frozenset(definitions)
+
+    def _renamed(self) -> list[tuple[str, ...]]:
+        missing = unknown_reference(self.broken.error)
+        if missing is None:
+            return []
+        short = missing.rsplit(".", 1)[-1]
+        ranked = sorted(
+            (n for n in self.names if n != missing and n != short),
+            key=lambda n: -difflib.SequenceMatcher(None, short, n.rsplit(".", 1)[-1]).ratio(),
+        )
+        close = [
+            n
+            for n in ranked
+            if difflib.SequenceMatcher(None, short, n.rsplit(".", 1)[-1]).ratio() >= 0.5
+        ]
+        return [
+            tuple(_replace_name(s, missing, new) for s in self.broken.script)
+            for new in close[:_NAME_CANDIDATES]
+        ]
+
+    def _using(self, goal_text: str) -> str:
+        """Lemmas for ``eauto using``: those the old script names, then the file's and the
+        project's whose names share the most words with the goal."""
+        script = " ".join(self.broken.script)
+        named = [n for n in _IDENT.findall(script) if n in self.names]
+        words = set(_IDENT.findall(goal_text))
+        ranked = sorted(
+            (n for n in self.names if n not in named),
+            key=lambda n: -len(words & set(re.split(r"[_.']", n))),
+        )
+        return ", ".join(list(dict.fromkeys([*named, *ranked]))[:_USING])
+
+    def _unfold(self, goal_text: str) -> list[str]:
+        return [n for n in dict.fromkeys(_IDENT.findall(goal_text)) if n in self.definitions]
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        started = time.monotonic()
+        cpu_start = session.cpu_seconds()
+        seconds = max(1.0, budget.tactic_seconds)
+        tried = 0
+
+        def spent() -> float:
+            return session.cpu_seconds() - cpu_start
+
+        def result(
+            outcome: Outcome, script: tuple[str, ...] = (), message: str = ""
+        ) -> StrategyResult:
+            return StrategyResult(
+                outcome, script, tried, spent(), time.monotonic() - started, message
+            )
+
+        async def closes(script: Sequence[str], state: ProofState) -> bool:
+            nonlocal tried
+            tried += 1
+            done = await session.run_script(script, state, timeout=seconds)
+            return done.status is TacticStatus.COMPLETE
+
+        def candidates_from(
+            prefix: tuple[str, ...], variants: Iterable[str], rest: tuple[str, ...]
+        ) -> Iterator[tuple[str, ...]]:
+            for variant in variants:
+                if rest:
+                    yield (*prefix, variant, *rest)
+                yield (*prefix, variant)
+
+        broken = self.broken
+        root = session.root
+        for script in self._renamed():
+            if spent() >= budget.cpu_seconds:
+                return result(Outcome.TIMEOUT)
+            if await closes(script, root):
+                return result(Outcome.CANDIDATE, script)
+        prefix = broken.script[: broken.failing_index]
+        rest = broken.script[broken.failing_index + 1 :]
+        state = root
+        goal_text = goal.statement
+        if prefix:
+            replayed = await session.run_script(prefix, root, timeout=seconds)
+            if replayed.ok:
+                state = replayed.state
+                goal_text = " ".join(replayed.goals) or goal_text
+            else:
+                prefix = ()
+        using = self._using(goal_text)
+        failing = broken.failing if broken.failing_index < len(broken.script) else ""
+        # where it broke: the failing sentence in variants, then closers there
+        local = list(candidates_from((), _variants(failing, self._unfold(goal_text), using), rest))
+        local += [(f"{c}.",) for c in _CLOSERS] + [(f"eauto using {using}.",)] * bool(using)
+        for tail in dict.fromkeys(local):
+            if spent() >= budget.cpu_seconds:
+                return result(Outcome.TIMEOUT)
+            if await closes(tail, state):
+                return result(Outcome.CANDIDATE, (*prefix, *tail))
+        # the whole script, each sentence in turn given its variants
+        for index, sentence in enumerate(broken.script):
+            if index == broken.failing_index:
+                continue
+            head, tail = broken.script[:index], broken.script[index + 1 :]
+            for variant in _variants(sentence, (), using):
+                if spent() >= budget.cpu_seconds:
+                    return result(Outcome.TIMEOUT)
+                if await closes((*head, variant, *tail), root):
+                    return result(Outcome.CANDIDATE, (*head, variant, *tail))
+        return result(
+            Outcome.FAILED, message=f"no variant of the old proof closes it ({tried} tried)"
+        )

@@ -1,0 +1,195 @@
+"""``orch repair`` with real Coq: broken proofs found, repaired from the old proof, written."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from proof_orchestrator.cli import app
+from proof_orchestrator.coq.broken import classify, error_offset, find_broken
+from proof_orchestrator.coq.holes import qed_proofs
+from proof_orchestrator.goals import BreakKind
+
+from .conftest import coqc_ok
+
+NUM = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint plus (a b : num) : num := match a with zero => b | succ p => succ (plus p b) end.
+"""
+
+#: ``plus_zero_r`` was renamed ``plus_n_zero`` (no alias); ``twice`` still says the old name
+RENAMED = (
+    NUM
+    + """\
+Lemma plus_n_zero : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma twice : forall k, plus (plus k zero) zero = k.
+Proof. intros k. rewrite plus_zero_r. rewrite plus_zero_r. reflexivity. Qed.
+"""
+)
+
+#: the hint ``auto`` relied on was removed
+UNHINTED = (
+    NUM
+    + """\
+Inductive even : num -> Prop :=
+| even_zero : even zero
+| even_ss : forall n, even n -> even (succ (succ n)).
+Lemma even_four : even (succ (succ (succ (succ zero)))).
+Proof. auto. Qed.
+"""
+)
+
+#: ``one_is_two`` cannot be proved: its proof no longer checks and nothing repairs it
+HOPELESS = (
+    NUM
+    + """\
+Lemma one_is_two : succ zero = succ (succ zero).
+Proof. reflexivity. Qed.
+Lemma after : plus zero zero = zero.
+Proof. reflexivity. Qed.
+"""
+)
+
+
+def _run(args: list[str]) -> tuple[int, dict]:
+    result = CliRunner().invoke(app, ["repair", *args, "--json"])
+    try:
+        return result.exit_code, json.loads(result.stdout)
+    except json.JSONDecodeError:
+        raise AssertionError(result.output) from None
+
+
+def test_errors_are_located_and_classified() -> None:
+    text = "Lemma a : True.\nProof. exact I. Qed.\nLemma b : True.\nProof.\n  exact J. Qed.\n"
+    output = (
+        'File "./X.v", line 5, characters 2-10:\n'
+        "Error: The reference J was not found in the current environment.\n"
+    )
+    offset, message = error_offset(text, output)  # type: ignore[misc]
+    assert text[offset:].startswith("exact J.")
+    assert classify(message) is BreakKind.UNKNOWN_REFERENCE
+    assert classify('Unable to unify "a" with "b".') is BreakKind.TYPE_MISMATCH
+    assert classify("(in proof b): Attempt to save an incomplete proof") is (
+        BreakKind.REMAINING_GOALS
+    )
+    assert classify("Tactic failure: auto failed.") is BreakKind.TACTIC_FAILURE
+
+
+async def test_every_broken_proof_of_a_file_is_found_and_admitted_in_the_stand_in(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Two.v"
+    text = RENAMED + "Lemma thrice : forall k, plus k zero = k.\nProof. exact plus_zero_r. Qed.\n"
+    path.write_text(text, encoding="utf-8")
+
+    async def compile_text(candidate: str) -> tuple[bool, str]:
+        scratch = tmp_path / "scratch"
+        scratch.mkdir(exist_ok=True)
+        (scratch / "Two.v").write_text(candidate, encoding="utf-8")
+        run = subprocess.run(["coqc", "Two.v"], cwd=scratch, capture_output=True, text=True)
+        return run.returncode == 0, run.stdout + run.stderr
+
+    found = await find_broken(path, text, compile_text)
+    assert [b.hole.goal.name for b in found.broken] == ["twice", "thrice"]
+    assert found.compilations == 3
+    assert not found.stuck
+    twice = found.broken[0]
+    assert twice.kind is BreakKind.UNKNOWN_REFERENCE
+    assert twice.failing == "rewrite plus_zero_r."
+    assert twice.script[0] == "intros k."
+    assert text[twice.original.proof_start : twice.original.proof_end].endswith("Qed.")
+    assert [h.goal.name for h, _ in qed_proofs(path, found.standin)] == ["plus_n_zero"]
+
+
+def test_a_renamed_lemma_is_repaired_by_name_and_the_file_compiles(tmp_path: Path) -> None:
+    path = tmp_path / "Renamed.v"
+    path.write_text(RENAMED, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["kind"] == "unknown_reference" and proof["repaired"], proof
+    assert proof["strategy"] == "repair"
+    assert "plus_n_zero" in proof["new"]
+    written = path.read_text(encoding="utf-8")
+    assert "plus_zero_r" not in written
+    # nothing but the proof changed: the statement and every other line as they were
+    assert written.startswith(RENAMED[: RENAMED.index("Proof. intros k.")])
+    assert coqc_ok(path)
+
+
+def test_a_removed_hint_is_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "Hint.v"
+    path.write_text(UNHINTED, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["repaired"], proof
+    assert coqc_ok(path)
+
+
+def test_an_unrepairable_proof_is_left_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "Hopeless.v"
+    path.write_bytes(HOPELESS.encode())
+    code, summary = _run([str(path), "--budget", "3"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["name"] == "one_is_two"
+    assert not proof["repaired"]
+    assert path.read_bytes() == HOPELESS.encode()
+
+
+def test_admit_broken_admits_what_cannot_be_repaired_with_its_error(tmp_path: Path) -> None:
+    path = tmp_path / "Hopeless.v"
+    path.write_text(HOPELESS, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "3", "--admit-broken"])
+    assert code == 0
+    assert summary["repaired"] == 0
+    written = path.read_text(encoding="utf-8")
+    assert "(* orch repair: not repaired" in written
+    assert written.count("Admitted.") == 1
+    assert "Lemma after : plus zero zero = zero.\nProof. reflexivity. Qed." in written
+    assert coqc_ok(path)
+
+
+def test_broken_proofs_are_found_across_dependent_files(tmp_path: Path) -> None:
+    """B imports A; both have a proof broken by the rename in A. A is repaired first,
+    then B is checked against what A became."""
+    (tmp_path / "_CoqProject").write_text("-Q . P\nA.v\nB.v\n", encoding="utf-8")
+    (tmp_path / "A.v").write_text(RENAMED, encoding="utf-8")
+    (tmp_path / "B.v").write_text(
+        "Require Import P.A.\n"
+        "Lemma in_b : forall k, plus k zero = k.\nProof. intros. apply plus_zero_r. Qed.\n",
+        encoding="utf-8",
+    )
+    code, summary = _run([str(tmp_path), "--budget", "10"])
+    assert code == 0
+    found = [(Path(p["file"]).name, p["name"], p["repaired"]) for p in summary["proofs"]]
+    assert found == [("A.v", "twice", True), ("B.v", "in_b", True)], summary
+    subprocess.run(["coqc", "-Q", ".", "P", "A.v"], cwd=tmp_path, check=True)
+    subprocess.run(["coqc", "-Q", ".", "P", "B.v"], cwd=tmp_path, check=True)
+
+
+def test_kill_9_during_a_repair_loses_nothing(tmp_path: Path) -> None:
+    """Killed while it searches, the file is as it was; run again, it is repaired."""
+    path = tmp_path / "Hopeless.v"
+    path.write_text(HOPELESS, encoding="utf-8")
+    orch = Path(sys.executable).with_name("orch")
+    process = subprocess.Popen(
+        [str(orch), "repair", str(path), "--budget", "30", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    time.sleep(6)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert path.read_text(encoding="utf-8") == HOPELESS
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".Hopeless")]
