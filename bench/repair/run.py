@@ -1,0 +1,378 @@
+"""Issue 29's benchmark: break real library code mechanically, then ``orch repair`` it.
+
+usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 10] [--budget 10]
+                                       [--make-only] [--limit N]
+
+1. **Cases** (seeded, reproducible): files drawn from the Coq stdlib (6) and
+   from the Debian library stdpp (2), each with 10 to 80 ``Qed`` proofs; in a
+   copy of one file, one change of one of five kinds:
+
+   * ``rename``: a lemma that later proofs use is renamed (``L`` to ``L_v2``), no alias;
+   * ``reorder``: a used lemma's first two hypotheses are swapped;
+   * ``extra_hypothesis``: a used lemma gets a first hypothesis ``True ->``;
+   * ``hint_removed``: a ``Hint`` sentence is removed;
+   * ``opaque``: ``Opaque D.`` follows a used definition ``D``.
+
+   A case's broken proofs are found independently of orch: each proof that
+   may depend on the change (it names the changed lemma or definition, or,
+   for a hint, uses automation) is compiled alone (the file up to it, every
+   other proof admitted); those that fail are the case's broken proofs. A
+   change that breaks nothing is not a case.
+2. **Runs**, per case, in the same run: ``orch repair --budget B`` on a copy
+   (process-tree CPU), and, on another copy where the broken proofs are
+   ``Admitted.`` holes, ``orch fill --budget B --budget-cap B``: the fill
+   portfolio on the statements alone (the old proofs ignored).
+3. **Checks**: the repaired file compiles from scratch (its unrepaired proofs
+   admitted), no statement changed, and ``Print Assumptions`` of every
+   repaired lemma shows no axiom.
+
+Writes ``bench/results/<time>-repair.json``: per kind, broken proofs (and
+those orch missed), repaired, CPU per repair, and the statement-only count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[1]
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from proof_orchestrator.coq.holes import iter_proofs  # noqa: E402
+from proof_orchestrator.coq.syntax import split_sentences  # noqa: E402
+
+THEORIES = Path("/usr/lib/ocaml/coq/theories")
+STDPP = THEORIES.parent / "user-contrib" / "stdpp"
+ORCH = str(ROOT / ".venv/bin/orch")
+KINDS = ("rename", "reorder", "extra_hypothesis", "hint_removed", "opaque")
+STDLIB_FOLDERS = ("Sets", "Relations", "Lists", "Bool", "Arith", "NArith", "Sorting", "Logic")
+_AUTOMATION = re.compile(r"\b(auto|eauto|trivial|intuition|firstorder|easy|info_auto)\b")
+_HINT = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Export)\s+)?Hint\s")
+
+
+def _qed(path: Path) -> int:
+    return len(re.findall(r"(?m)^\s*Qed\.", path.read_text(encoding="utf-8", errors="replace")))
+
+
+def _draw(seed: int) -> list[Path]:
+    stdlib = sorted(
+        p for f in STDLIB_FOLDERS for p in (THEORIES / f).glob("*.v") if 10 <= _qed(p) <= 80
+    )
+    stdpp = sorted(p for p in STDPP.glob("*.v") if 10 <= _qed(p) <= 80)
+    random.Random(seed).shuffle(stdlib)
+    random.Random(seed).shuffle(stdpp)
+    return stdlib[:6] + stdpp[:2]
+
+
+def _uses(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text) is not None
+
+
+def _top_level_split(text: str, separator: str) -> list[str]:
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        c = text[i]
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0 and text.startswith(separator, i):
+            parts.append(text[start:i])
+            start = i + len(separator)
+            i = start
+            continue
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _statement_change(code: str, kind: str) -> str | None:
+    """The statement sentence with its hypotheses reordered or one added (None: cannot)."""
+    head, colon, body = code.partition(":")
+    if not colon:
+        return None
+    body = body.rstrip().removesuffix(".")
+    binders = ""
+    stripped = body.lstrip()
+    if stripped.startswith("forall"):
+        pieces = _top_level_split(stripped, ",")
+        if len(pieces) < 2:
+            return None
+        binders, stripped = pieces[0] + ",", ",".join(pieces[1:])
+    arrows = _top_level_split(stripped, "->")
+    if kind == "reorder":
+        if len(arrows) < 3:
+            return None
+        arrows[0], arrows[1] = arrows[1], arrows[0]
+        return f"{head}:{binders} {' -> '.join(a.strip() for a in arrows)}."
+    return f"{head}:{binders} True -> {stripped.strip()}."
+
+
+def _changes(text: str, kind: str) -> list[tuple[str, str, int]]:
+    """(changed text, changed name, offset from which proofs may break) for every place
+    ``kind`` applies in ``text``."""
+    sentences = split_sentences(text)
+    proofs = list(iter_proofs(sentences))
+    found: list[tuple[str, str, int]] = []
+    if kind in ("rename", "reorder", "extra_hypothesis"):
+        for index, proof in enumerate(proofs):
+            later = " ".join(s.code for p in proofs[index + 1 :] for s in p.proof)
+            if proof.ending != "Qed" or not _uses(later, proof.name):
+                continue
+            code = proof.statement.text
+            if kind == "rename":
+                new = re.sub(
+                    rf"(?<![\w']){re.escape(proof.name)}(?![\w'])",
+                    f"{proof.name}_v2",
+                    code,
+                    count=1,
+                )
+            else:
+                changed = _statement_change(proof.statement.code, kind)
+                if changed is None:
+                    continue
+                new = changed
+            start, end = proof.statement.start, proof.statement.end
+            found.append((text[:start] + new + text[end:], proof.name, start))
+    elif kind == "hint_removed":
+        for sentence in sentences:
+            if _HINT.match(sentence.code):
+                found.append((text[: sentence.start] + text[sentence.end :], "", sentence.start))
+    elif kind == "opaque":
+        for sentence in sentences:
+            named = re.match(
+                r"(?:#\[[^\]]*\]\s*)?(?:Local\s+)?Definition\s+([A-Za-z_][\w']*)", sentence.code
+            )
+            if named and _uses(text[sentence.end :], named.group(1)):
+                name = named.group(1)
+                found.append(
+                    (
+                        f"{text[: sentence.end]} Opaque {name}.{text[sentence.end :]}",
+                        name,
+                        sentence.end,
+                    )
+                )
+    return found
+
+
+def _compiles(text: str, folder: Path, name: str) -> bool:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(text, encoding="utf-8")
+    run = subprocess.run(["coqc", "-q", name], cwd=folder, capture_output=True, timeout=300)
+    return run.returncode == 0
+
+
+def _broken_proofs(
+    text: str, name: str, changed: str, since: int, kind: str, scratch: Path
+) -> list[str]:
+    """The proofs that fail once the change is made, each compiled alone."""
+    proofs = list(iter_proofs(split_sentences(text)))
+    broken = []
+    for index, proof in enumerate(proofs):
+        if proof.ending != "Qed" or proof.proof[-1].end <= since:
+            continue
+        body = " ".join(s.code for s in proof.proof)
+        if kind == "hint_removed":
+            if not _AUTOMATION.search(body):
+                continue
+        elif not (_uses(body, changed) or _uses(proof.statement.code, changed)):
+            continue
+        # the file up to this proof, every other proof admitted
+        pieces, cursor = [], 0
+        for other in proofs[:index]:
+            if other.ending == "Qed":
+                pieces += [text[cursor : other.proof[0].start], "Admitted."]
+                cursor = other.proof[-1].end
+        pieces.append(text[cursor : proof.proof[-1].end])
+        if not _compiles("".join(pieces) + "\n", scratch, name):
+            broken.append(proof.name)
+    return broken
+
+
+def make_cases(seed: int, per_kind: int, work: Path) -> list[dict[str, Any]]:
+    cases: list[dict[str, Any]] = []
+    rng = random.Random(seed)
+    scratch = work / "scratch"
+    for source in _draw(seed):
+        text = source.read_text(encoding="utf-8")
+        if not _compiles(text, scratch, source.name):
+            continue
+        for kind in KINDS:
+            options = _changes(text, kind)
+            rng.shuffle(options)
+            taken = 0
+            for changed_text, changed, since in options:
+                if taken >= per_kind:
+                    break
+                broken = _broken_proofs(changed_text, source.name, changed, since, kind, scratch)
+                if not broken:
+                    continue
+                taken += 1
+                case = work / "cases" / f"{len(cases):03d}-{kind}-{source.stem}"
+                case.mkdir(parents=True)
+                (case / source.name).write_text(changed_text, encoding="utf-8")
+                cases.append(
+                    {
+                        "dir": str(case),
+                        "file": source.name,
+                        "source": str(source),
+                        "kind": kind,
+                        "changed": changed,
+                        "broken": broken,
+                    }
+                )
+                print(f"case {case.name}: {len(broken)} broken", flush=True)
+    return cases
+
+
+def _timed(command: list[str], cwd: Path) -> tuple[int, str, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return run.returncode, run.stdout, cpu
+
+
+def _statements(text: str) -> list[str]:
+    return [p.statement.code for p in iter_proofs(split_sentences(text))]
+
+
+def run_case(case: dict[str, Any], budget: float) -> dict[str, Any]:
+    folder = Path(case["dir"])
+    name = case["file"]
+    changed = (folder / name).read_text(encoding="utf-8")
+    repair_dir, fill_dir = folder / "repair", folder / "fill"
+    for d in (repair_dir, fill_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir()
+    (repair_dir / name).write_text(changed, encoding="utf-8")
+    code, out, cpu = _timed(
+        [ORCH, "repair", name, "--budget", str(budget), "--json", "--db", "ledger.sqlite"],
+        repair_dir,
+    )
+    summary = json.loads(out) if out.strip().startswith("{") else {}
+    proofs = summary.get("proofs", [])
+    found = {p["name"] for p in proofs}
+    repaired = {p["name"] for p in proofs if p["repaired"]}
+    after = (repair_dir / name).read_text(encoding="utf-8")
+    # the statement-only portfolio: the broken proofs as holes
+    holes_text, cursor, pieces = changed, 0, []
+    for proof in iter_proofs(split_sentences(changed)):
+        if proof.name in case["broken"] and proof.ending == "Qed":
+            pieces += [changed[cursor : proof.proof[0].start], "Admitted."]
+            cursor = proof.proof[-1].end
+    holes_text = "".join(pieces) + changed[cursor:]
+    (fill_dir / name).write_text(holes_text, encoding="utf-8")
+    fill_code, fill_out, fill_cpu = _timed(
+        [ORCH, "fill", name, "--budget", str(budget), "--budget-cap", str(budget), "--json",
+         "--db", "ledger.sqlite"],
+        fill_dir,
+    )  # fmt: skip
+    fill = json.loads(fill_out) if fill_out.strip().startswith("{") else {}
+    fill_proved = {
+        g["name"] for f in fill.get("files", []) for g in f["goals"] if g["outcome"] == "proved"
+    }
+    # checks: compiles from scratch with what is not repaired admitted; statements kept
+    standin, cursor, pieces = after, 0, []
+    for proof in iter_proofs(split_sentences(after)):
+        if proof.name in found - repaired and proof.ending == "Qed":
+            pieces += [after[cursor : proof.proof[0].start], "Admitted."]
+            cursor = proof.proof[-1].end
+    standin = "".join(pieces) + after[cursor:]
+    check = folder / "check"
+    assumptions = "\n".join(f"Print Assumptions {n}." for n in sorted(repaired))
+    compiles = _compiles(standin + "\n" + assumptions + "\n", check, name)
+    printed = subprocess.run(
+        ["coqc", name], cwd=check, capture_output=True, text=True, timeout=300
+    ).stdout
+    return {
+        **case,
+        "exit_code": code,
+        "found": sorted(found),
+        "missed": sorted(set(case["broken"]) - found),
+        "repaired": sorted(repaired & set(case["broken"])),
+        "repair_cpu_seconds": round(cpu, 2),
+        "fill_exit_code": fill_code,
+        "fill_proved": sorted(fill_proved & set(case["broken"])),
+        "fill_cpu_seconds": round(fill_cpu, 2),
+        "compiles_from_scratch": compiles,
+        "statements_unchanged": _statements(after) == _statements(changed),
+        "axioms_in_repaired": printed.count("Axioms:"),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("work", type=Path)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-kind", type=int, default=10)
+    ap.add_argument("--budget", type=float, default=10.0)
+    ap.add_argument("--make-only", action="store_true")
+    ap.add_argument("--limit", type=int)
+    a = ap.parse_args()
+    work = a.work.resolve()
+    listing = work / "cases.json"
+    if listing.exists():
+        cases = json.loads(listing.read_text())
+    else:
+        work.mkdir(parents=True, exist_ok=True)
+        cases = make_cases(a.seed, a.per_kind, work)
+        listing.write_text(json.dumps(cases, indent=1))
+    total = sum(len(c["broken"]) for c in cases)
+    print(f"{len(cases)} cases, {total} broken proofs", flush=True)
+    if a.make_only:
+        return 0
+    rows = []
+    for case in cases[: a.limit]:
+        rows.append(run_case(case, a.budget))
+        print(json.dumps({k: rows[-1][k] for k in ("dir", "broken", "repaired", "fill_proved")}))
+    per_kind = {
+        kind: {
+            "cases": sum(1 for r in rows if r["kind"] == kind),
+            "broken": sum(len(r["broken"]) for r in rows if r["kind"] == kind),
+            "missed": sum(len(r["missed"]) for r in rows if r["kind"] == kind),
+            "repaired": sum(len(r["repaired"]) for r in rows if r["kind"] == kind),
+            "statement_only": sum(len(r["fill_proved"]) for r in rows if r["kind"] == kind),
+            "repair_cpu_seconds": round(
+                sum(r["repair_cpu_seconds"] for r in rows if r["kind"] == kind), 1
+            ),
+        }
+        for kind in KINDS
+    }
+    broken = sum(v["broken"] for v in per_kind.values())
+    repaired = sum(v["repaired"] for v in per_kind.values())
+    statement_only = sum(v["statement_only"] for v in per_kind.values())
+    result = {
+        "kind": "repair-bench",
+        "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        "seed": a.seed,
+        "budget": a.budget,
+        "files": sorted({r["source"] for r in rows}),
+        "per_kind": per_kind,
+        "broken": broken,
+        "repaired": repaired,
+        "repaired_rate": round(repaired / max(broken, 1), 3),
+        "statement_only": statement_only,
+        "repair_over_statement_only": round(repaired / max(statement_only, 1), 2),
+        "all_compile": all(r["compiles_from_scratch"] for r in rows),
+        "all_statements_unchanged": all(r["statements_unchanged"] for r in rows),
+        "axioms": sum(r["axioms_in_repaired"] for r in rows),
+        "cases": rows,
+    }
+    out = BENCH / "results" / f"{result['timestamp']}-repair.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "cases"}, indent=1))
+    print(f"written: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
