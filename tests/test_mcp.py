@@ -259,3 +259,37 @@ async def test_with_git_a_verified_proof_goes_to_a_branch(project: Path) -> None
     assert (project / "BankBool.v").read_text(encoding="utf-8") == before
     on_branch = _git(project, "show", f"{done['branch']}:BankBool.v")
     assert "destruct b; reflexivity." in on_branch
+
+
+#: ``plus_zero_r`` was renamed ``plus_n_zero``; ``twice`` still uses the old name
+BROKEN = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Fixpoint plus (a b : num) : num := match a with zero => b | succ p => succ (plus p b) end.
+Lemma plus_n_zero : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma twice : forall k, plus (plus k zero) zero = k.
+Proof. intros k. rewrite plus_zero_r. rewrite plus_zero_r. reflexivity. Qed.
+"""
+
+
+async def test_an_agent_lists_broken_proofs_and_repairs_one(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    path = root / "Broken.v"
+    path.write_text(BROKEN, encoding="utf-8")
+    async with _client(root) as session:
+        (broken,) = await _call(session, "broken_proofs")
+        assert broken["name"] == "twice"
+        assert broken["kind"] == "unknown_reference"
+        assert broken["failing"] == "rewrite plus_zero_r."
+        assert "plus_zero_r" in broken["error"]
+        wrong = await _call(session, "submit_proof", hole_id=broken["id"], script="reflexivity.")
+        assert wrong["status"] == "rejected"
+        assert path.read_text(encoding="utf-8") == BROKEN
+        fixed = "intros k. rewrite plus_n_zero. rewrite plus_n_zero. reflexivity."
+        done = await _call(session, "submit_proof", hole_id=broken["id"], script=fixed)
+        assert done["status"] == "verified", done
+        assert done["written"] == "Broken.v"
+        assert "plus_zero_r" not in path.read_text(encoding="utf-8")
+        assert coqc_ok(path)
+        assert await _call(session, "broken_proofs") == []

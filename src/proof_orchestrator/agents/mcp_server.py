@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..errors import OrchError
 from .service import (
     AgentService,
+    BrokenInfo,
     GoalInfo,
     HoleInfo,
     RunResult,
@@ -82,6 +83,15 @@ def build_server(service: AgentService) -> MCPServer[Any]:
         """
         with _answered():
             return service.list_holes(path, status)
+
+    @server.tool()
+    async def broken_proofs(path: str | None = None) -> list[BrokenInfo]:
+        """The proofs that no longer check (an edit or an upgrade broke them), in the project
+        or in one file or folder: each with the sentence where the prover stopped, its error
+        and its kind, and the old proof. Their ids are hole ids: ``goal`` is not available
+        for them, ``submit_proof`` is (verified with the other broken proofs admitted)."""
+        with _answered():
+            return await service.broken_proofs(path)
 
     @server.tool()
     async def goal(hole_id: int, ctx: Context[Any, Any]) -> GoalInfo:

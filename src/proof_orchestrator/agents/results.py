@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BrokenInfo",
     "EarlierError",
     "GoalInfo",
     "HoleInfo",
@@ -17,6 +18,25 @@ __all__ = [
     "TryResult",
     "ticket_info",
 ]
+
+
+@dataclass
+class BrokenInfo:
+    """A proof that no longer checks (``broken_proofs``): its id is a hole id for
+    ``submit_proof``."""
+
+    id: int
+    file: str
+    line: int
+    name: str
+    statement: str
+    #: unknown_reference, type_mismatch, remaining_goals, tactic_failure or timeout
+    kind: str
+    #: the sentence where the prover stopped, and its error
+    failing: str
+    error: str
+    #: the old proof, as it is in the file
+    old_script: str
 
 
 @dataclass

@@ -43,7 +43,9 @@ from ..scheduler.bandit import Bandit
 from ..scheduler.governor import CpuGovernor
 from ..strategies.base import Strategy
 from ..workflows.gitops import GitRepo, publish
+from .broken import broken_proofs, submit_repair
 from .results import (
+    BrokenInfo,
     EarlierError,
     GoalInfo,
     HoleInfo,
@@ -58,6 +60,7 @@ from .results import (
 
 __all__ = [
     "AgentService",
+    "BrokenInfo",
     "GoalInfo",
     "HoleInfo",
     "RunResult",
@@ -317,9 +320,17 @@ class AgentService:
         )
         return result
 
+    # -- broken proofs (:mod:`.broken`) ---------------------------------------------------
+
+    async def broken_proofs(self, path: str | None = None) -> list[BrokenInfo]:
+        return await broken_proofs(self, path)
+
     # -- submitting a proof ---------------------------------------------------------------
 
     async def submit_proof(self, hole_id: int, script: str, client: str) -> SubmitResult:
+        row = self.ledger.goal_row(hole_id)
+        if row is not None and row.status == "broken":
+            return await submit_repair(self, hole_id, script, client)
         located = self._locate(hole_id)
         try:
             sentences = self._sentences(located, script)

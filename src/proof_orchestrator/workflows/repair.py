@@ -35,19 +35,16 @@ from typing import Any
 
 from ..backends import backend_for
 from ..errors import (
-    FileChangedError,
-    FileWriteError,
     OrchError,
     SourceSyntaxError,
     UnreadableSource,
 )
 from ..goals import Budget, Goal, Outcome
 from ..ledger import Ledger
-from ..project.patch import write_atomic
 from ..project.source import read_source
 from ..run.attempts import FileState, GoalItem
-from ..run.checking import verify_candidates
 from ..run.lineup import build_lineup
+from ..run.repairing import verify_and_write_repairs
 from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillReport, GoalReport
 from ..run.toolbox import Toolbox
 from ..run.worker import GoalRun
@@ -292,61 +289,21 @@ async def _repair_file(
             ledger.set_goal_status(goal_id, "broken")
         if on_goal is not None and outcome.winner is None:
             on_goal(row)
-    accepted = await verify_candidates(
-        path,
-        standin,
-        candidates,
-        tools.verifier,
-        tools.declared_axioms(standin),
-        ledger,
-        report.run_id,
-        "",
-        file_report,
-    )
-    repaired = []
-    for _, goal_report, goal_id in accepted:
-        broken, row = rows[goal_id]
-        if goal_report.imports or goal_report.helpers:
-            continue  # a repair changes the proof only, never the file around it
-        repaired.append((broken, goal_report.sentences))
+    done = await verify_and_write_repairs(
+        path, text, detection, candidates, tools, ledger, report.run_id, file_report,
+        write=not options.dry_run, admit_broken=admit_broken,
+    )  # fmt: skip
+    for _, goal_report, goal_id in done.accepted:
+        row = rows[goal_id][1]
         row.new, row.strategy, row.repaired = goal_report.sentences, goal_report.strategy, True
     for _, goal_report, goal_id in candidates:
-        broken, row = rows[goal_id]
+        row = rows[goal_id][1]
         if not row.repaired:
             row.message = goal_report.message[:500] or "rejected by the whole-file check"
         if on_goal is not None:
             on_goal(row)
-    final = repair.written_text(text, detection, repaired, admit_broken)
-    for broken, sentences in repaired:
-        goal_id = next(g for g, (b, _) in rows.items() if b is broken)
-        ledger.record_proof(
-            run_id=report.run_id,
-            goal_id=goal_id,
-            fingerprint=broken.hole.goal.fingerprint,
-            sentences=tuple(sentences),
-            strategy=rows[goal_id][1].strategy,
-            prover_version="",
-            diff="",
-            written=False,
-        )
     report.cpu_seconds += sum(row.cpu_seconds for row in file_rows)
-    if final != text and not options.dry_run:
-        try:
-            write_atomic(path, final, text)
-        except (FileChangedError, FileWriteError) as exc:
-            file_report.status = (
-                FileStatus.CHANGED if isinstance(exc, FileChangedError) else FileStatus.WRITE_FAILED
-            )
-            file_report.message = str(exc)
-            for _, row in rows.values():
-                row.repaired = False
-            return
-        file_report.written = True
-        written_ids = [g for g, (_, row) in rows.items() if row.repaired]
-        ledger.mark_written(report.run_id, written_ids)
-        for goal_id in written_ids:
-            ledger.set_goal_status(goal_id, "repaired")
-    _standin_for_dependents(tools, path, repair.written_text(text, detection, repaired, True))
+    _standin_for_dependents(tools, path, done.standin)
 
 
 def _standin_for_dependents(tools: Any, path: Path, text: str) -> None:

@@ -1,0 +1,107 @@
+"""The MCP tools on broken proofs: ``broken_proofs``, and ``submit_proof`` on one of them.
+
+A broken proof (one that no longer checks) is found as ``orch repair`` finds
+it (the backend's ``repair`` feature: compile, locate, admit, go on); its id
+is a hole id. A proof submitted for it is verified in the file with the
+other broken proofs admitted and written into the file as it is
+(:func:`~..run.repairing.verify_and_write_repairs`), under the file's lock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..backends import backend_for
+from ..errors import ScriptRejected
+from ..goals import Outcome
+from ..project.locks import file_lock
+from ..run.pipeline import collect_files
+from ..run.repairing import verify_and_write_repairs
+from ..run.reports import FileReport, FileStatus, GoalReport
+from .results import BrokenInfo, SubmitResult
+
+if TYPE_CHECKING:
+    from .service import AgentService
+
+__all__ = ["broken_proofs", "submit_repair"]
+
+
+async def _detect(service: AgentService, path: Path) -> tuple[str, Any]:
+    """``path``'s text and its broken proofs (the backend's ``repair`` feature)."""
+    text = path.read_text(encoding="utf-8")
+    tools = service.tools.for_path(path)
+    if tools.builder is not None:
+        await tools.builder.build([path])
+
+    async def compile_text(candidate: str) -> tuple[bool, str]:
+        ok, output = await tools.verifier.compiles(path, candidate)
+        return bool(ok), str(output)
+
+    repair = backend_for(path).feature("repair")
+    return text, await repair.find_broken(path, text, compile_text)
+
+
+async def broken_proofs(service: AgentService, path: str | None = None) -> list[BrokenInfo]:
+    target = service.resolve(path) if path else service.root
+    found: list[BrokenInfo] = []
+    for file in collect_files([target]):
+        if file.suffix != ".v":
+            continue  # Lean: not yet
+        _, detection = await _detect(service, file)
+        for broken in detection.broken:
+            goal = broken.hole.goal
+            goal_id = service.ledger.upsert_goal(goal)
+            service.ledger.set_goal_status(goal_id, "broken")
+            found.append(
+                BrokenInfo(
+                    goal_id,
+                    service._relative(file),
+                    goal.line,
+                    goal.name,
+                    goal.statement,
+                    broken.kind.value,
+                    broken.failing,
+                    broken.error,
+                    " ".join(broken.script),
+                )
+            )
+    return found
+
+
+async def submit_repair(
+    service: AgentService, hole_id: int, script: str, client: str
+) -> SubmitResult:
+    """``submit_proof`` on a broken proof: verified in the file with its broken proofs
+    admitted, written into the file as it is (:mod:`..run.repairing`)."""
+    from .service import _Located
+
+    row = service.ledger.goal_row(hole_id)
+    if row is None:
+        return SubmitResult("rejected", f"no hole has id {hole_id}")
+    path = service.resolve(row.file)
+    async with file_lock(path, service.root / ".orch" / "locks"):
+        text, detection = await _detect(service, path)
+        broken = next((b for b in detection.broken if b.hole.goal.name == row.name), None)
+        if broken is None:
+            return SubmitResult("rejected", f"{row.name} is no longer broken; nothing to do")
+        located = _Located(path, detection.standin, broken.hole, hole_id)
+        try:
+            sentences = service._sentences(located, script)
+        except ScriptRejected as exc:
+            service._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
+            return SubmitResult("rejected", f"gate: {exc}")
+        tools = service.tools.for_path(path)
+        goal_report = GoalReport(
+            broken.hole.goal, Outcome.CANDIDATE, f"mcp:{client}", sentences, hole=broken.hole
+        )
+        async with service.governor.slot():
+            done = await verify_and_write_repairs(
+                path, text, detection, [(broken.hole, goal_report, hole_id)], tools,
+                service.ledger, service.run_id, FileReport(path, FileStatus.INTERRUPTED),
+            )  # fmt: skip
+        if not done.accepted:
+            return SubmitResult("rejected", goal_report.message, script=list(sentences))
+        service._record(located, client, Outcome.PROVED, sentences, message="repaired")
+        written = service._relative(path) if done.written else ""
+        return SubmitResult("verified", "", written, "", list(sentences))
