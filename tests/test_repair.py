@@ -115,7 +115,8 @@ def test_a_renamed_lemma_is_repaired_by_name_and_the_file_compiles(tmp_path: Pat
     code, summary = _run([str(path), "--budget", "10"])
     assert code == 0
     (proof,) = summary["proofs"]
-    assert proof["kind"] == "unknown_reference" and proof["repaired"], proof
+    assert proof["kind"] == "unknown_reference"
+    assert proof["repaired"], proof
     assert proof["strategy"] == "repair"
     assert "plus_n_zero" in proof["new"]
     written = path.read_text(encoding="utf-8")
