@@ -216,6 +216,9 @@ def main() -> int:
     ap.add_argument("--goals", type=int, default=250)
     ap.add_argument("--lib", default="Coquelicot")
     ap.add_argument("--solo-sample", type=int, default=30)
+    ap.add_argument(
+        "--peer-sample", type=int, help="run the peers on this many goals (seeded), not all"
+    )
     ap.add_argument("--draw-only", action="store_true")
     a = ap.parse_args()
     work = a.work.resolve()
@@ -228,10 +231,20 @@ def main() -> int:
     fill = _stage(work / "fill.json", lambda: run_fill(files, work))
     peers = _stage(
         work / "peers.json",
-        lambda: run_eval(files, work, "peers", ["hammer", "tactics"], ["--tactic-seconds", "5"]),
+        lambda: run_eval(
+            files,
+            work,
+            "peers",
+            ["hammer", "tactics"],
+            ["--tactic-seconds", "5", "--seed", str(a.seed)]
+            + (["--sample", str(a.peer_sample)] if a.peer_sample else []),
+        ),
     )
     proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
-    unproved = sorted(g["key"] for g in fill["goals"] if g["outcome"] != "proved")
+    scored_by_peers = {r["key"] for r in peers["rows"]}
+    unproved = sorted(
+        g["key"] for g in fill["goals"] if g["outcome"] != "proved" and g["key"] in scored_by_peers
+    )
     sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
     names = sorted({k.split("::")[1] for k in sample})
     solo = {"rows": []}
@@ -258,8 +271,10 @@ def report(
     sample: set[str],
     work: Path,
 ) -> int:
-    scored = {g["key"] for g in fill["goals"]}
-    rows = {r["key"]: r for r in peers["rows"] if r["key"] in scored}
+    in_fill = {g["key"] for g in fill["goals"]}
+    rows = {r["key"]: r for r in peers["rows"] if r["key"] in in_fill}
+    scored = set(rows)
+    fill_cpu_of = {g["key"]: g["cpu_seconds"] for g in fill["goals"]}
     by_arm = {
         arm: {k for k, r in rows.items() if r["arms"].get(arm, {}).get("solved")}
         for arm in ("hammer", "tactics")
@@ -295,7 +310,14 @@ def report(
         },
         "peers_union": len(union),
         "fill_over_union": round(len(proved & scored) / max(len(union), 1), 3),
-        "fill_cpu_over_hammer": round(fill_cpu / max(hammer_cpu, 1e-9), 3),
+        # the peers ran on the scored goals only; fill on every hole of the copies
+        "fill_holes": len(in_fill),
+        "fill_process_tree_cpu_per_hole": round(fill_cpu / max(len(in_fill), 1), 2),
+        "fill_goal_cpu_on_scored": round(sum(fill_cpu_of[k] for k in scored), 1),
+        "hammer_cpu_per_goal": round(hammer_cpu / max(len(rows), 1), 2),
+        "fill_cpu_over_hammer_per_goal": round(
+            (fill_cpu / max(len(in_fill), 1)) / max(hammer_cpu / max(len(rows), 1), 1e-9), 3
+        ),
         "fill_of_hammer": round(len(proved & by_arm["hammer"]) / max(len(by_arm["hammer"]), 1), 3),
         "hammer_not_fill": sorted(by_arm["hammer"] - proved),
         "tactics_not_fill": {
