@@ -9,25 +9,65 @@ other broken proofs admitted and written into the file as it is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..backends import backend_for
 from ..errors import ScriptRejected
 from ..goals import Outcome
+from ..ledger import Ledger
 from ..project.locks import file_lock
 from ..run.pipeline import collect_files
 from ..run.repairing import verify_and_write_repairs
 from ..run.reports import FileReport, FileStatus, GoalReport
+from ..run.toolbox import Toolbox
+from ..scheduler.governor import CpuGovernor
 from .results import BrokenInfo, SubmitResult
 
-if TYPE_CHECKING:
-    from .service import AgentService
-
-__all__ = ["broken_proofs", "submit_repair"]
+__all__ = ["Located", "broken_proofs", "submit_repair"]
 
 
-async def _detect(service: AgentService, path: Path) -> tuple[str, Any]:
+@dataclass(slots=True)
+class Located:
+    """A goal found in a file: its path, the text it was found in, its hole, its ledger id."""
+
+    path: Path
+    text: str
+    hole: Any
+    goal_id: int
+
+
+class _Service(Protocol):
+    """What these tools use of :class:`~.service.AgentService`."""
+
+    root: Path
+    tools: Toolbox
+    ledger: Ledger
+    governor: CpuGovernor
+
+    @property
+    def run_id(self) -> int: ...
+
+    def resolve(self, path: str) -> Path: ...
+
+    def _relative(self, path: Path) -> str: ...
+
+    def _sentences(self, located: Located, script: str) -> tuple[str, ...]: ...
+
+    def _record(
+        self,
+        located: Located,
+        client: str,
+        outcome: Outcome,
+        script: Sequence[str] | str,
+        *,
+        message: str = "",
+    ) -> None: ...
+
+
+async def _detect(service: _Service, path: Path) -> tuple[str, Any]:
     """``path``'s text and its broken proofs (the backend's ``repair`` feature)."""
     text = path.read_text(encoding="utf-8")
     tools = service.tools.for_path(path)
@@ -42,7 +82,7 @@ async def _detect(service: AgentService, path: Path) -> tuple[str, Any]:
     return text, await repair.find_broken(path, text, compile_text)
 
 
-async def broken_proofs(service: AgentService, path: str | None = None) -> list[BrokenInfo]:
+async def broken_proofs(service: _Service, path: str | None = None) -> list[BrokenInfo]:
     target = service.resolve(path) if path else service.root
     found: list[BrokenInfo] = []
     for file in collect_files([target]):
@@ -69,13 +109,9 @@ async def broken_proofs(service: AgentService, path: str | None = None) -> list[
     return found
 
 
-async def submit_repair(
-    service: AgentService, hole_id: int, script: str, client: str
-) -> SubmitResult:
+async def submit_repair(service: _Service, hole_id: int, script: str, client: str) -> SubmitResult:
     """``submit_proof`` on a broken proof: verified in the file with its broken proofs
     admitted, written into the file as it is (:mod:`..run.repairing`)."""
-    from .service import _Located
-
     row = service.ledger.goal_row(hole_id)
     if row is None:
         return SubmitResult("rejected", f"no hole has id {hole_id}")
@@ -85,7 +121,7 @@ async def submit_repair(
         broken = next((b for b in detection.broken if b.hole.goal.name == row.name), None)
         if broken is None:
             return SubmitResult("rejected", f"{row.name} is no longer broken; nothing to do")
-        located = _Located(path, detection.standin, broken.hole, hole_id)
+        located = Located(path, detection.standin, broken.hole, hole_id)
         try:
             sentences = service._sentences(located, script)
         except ScriptRejected as exc:

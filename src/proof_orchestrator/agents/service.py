@@ -16,7 +16,6 @@ import contextlib
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from ..scheduler.bandit import Bandit
 from ..scheduler.governor import CpuGovernor
 from ..strategies.base import Strategy
 from ..workflows.gitops import GitRepo, publish
-from .broken import broken_proofs, submit_repair
+from .broken import Located, broken_proofs, submit_repair
 from .results import (
     BrokenInfo,
     EarlierError,
@@ -71,14 +70,6 @@ __all__ = [
 
 #: seconds a ticket claimed by an agent stays reserved for it
 LEASE_SECONDS = 1800.0
-
-
-@dataclass
-class _Located:
-    path: Path
-    text: str
-    hole: Any
-    goal_id: int
 
 
 class AgentService:
@@ -170,7 +161,7 @@ class AgentService:
                 )
         return found
 
-    def _locate(self, hole_id: int) -> _Located:
+    def _locate(self, hole_id: int) -> Located:
         row = self.ledger.goal_row(hole_id)
         if row is None:
             raise AgentError(f"no hole has id {hole_id}; list_holes gives the ids")
@@ -183,20 +174,20 @@ class AgentService:
             raise AgentError(f"cannot read {row.file}: {exc}") from exc
         for hole in scan_text(path, text):
             if hole.goal.name == row.name and hole.goal.fingerprint == row.fingerprint:
-                return _Located(path, text, hole, hole_id)
+                return Located(path, text, hole, hole_id)
         raise AgentError(
             f"hole {hole_id} ({row.name}) is no longer open in {self._relative(path)}: "
             "it was proved, or the file changed (list_holes again)"
         )
 
-    def _sentences(self, located: _Located, script: str) -> tuple[str, ...]:
+    def _sentences(self, located: Located, script: str) -> tuple[str, ...]:
         """The script's sentences through the language's script gate (ScriptRejected if not)."""
         tools = self.tools.for_hole(located.hole)
         return tuple(tools.gate(tools.parse_script(script)))
 
     def _record(
         self,
-        located: _Located,
+        located: Located,
         client: str,
         outcome: Outcome,
         script: Sequence[str] | str,
@@ -341,7 +332,7 @@ class AgentService:
 
     async def _verify_and_write(
         self,
-        located: _Located,
+        located: Located,
         sentences: tuple[str, ...],
         strategy: str,
         client: str,
@@ -404,7 +395,7 @@ class AgentService:
             )
             return SubmitResult("verified", "", written, branch, list(sentences))
 
-    def _branch(self, located: _Located, sentences: tuple[str, ...], strategy: str) -> str:
+    def _branch(self, located: Located, sentences: tuple[str, ...], strategy: str) -> str:
         if self.git is None:  # pragma: no cover - the caller checked
             raise AgentError("no git repository")
         goal_report = GoalReport(

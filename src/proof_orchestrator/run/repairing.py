@@ -61,6 +61,10 @@ async def verify_and_write_repairs(
         ledger, run_id, "", file_report,
     )  # fmt: skip
     accepted = [c for c in accepted if not (c[1].imports or c[1].helpers)]
+    kept = {goal_id for _, _, goal_id in accepted}
+    for _, _, goal_id in candidates:
+        if goal_id not in kept:
+            ledger.set_goal_status(goal_id, "broken")  # refused: the proof is still broken
     by_hole = {(b.hole.proof_start, b.hole.proof_end): b for b in detection.broken}
     repaired = [(by_hole[(h.proof_start, h.proof_end)], r.sentences) for h, r, _ in accepted]
     for hole, goal_report, goal_id in accepted:

@@ -138,17 +138,17 @@ _WARM: set[int] = set()
 LOAD_SECONDS = 60.0
 
 
-async def read_atp_library(session: CoqSession) -> tuple[float, TacticResult | None]:
+async def read_atp_library(session: CoqSession) -> float:
     """Read CoqHammer's ATP library in ``session``'s process unless it has been read.
 
     One ``hammer`` call with a 1 s ATP limit does it (the ATPs need the
     features of everything in scope, which CoqHammer computes on its first
-    call and keeps for the process). Returns its CPU seconds (0 when the
-    process was warm) and its result when it closed the goal already.
+    call and keeps for the process); the session is back at its root after.
+    Returns its CPU seconds (0 when the process was warm).
     """
     pid = session.pid
     if pid is None or pid in _WARM:
-        return 0.0, None
+        return 0.0
     before = session.cpu_seconds()
     settings = await session.run_script(
         ["Set Hammer ATPLimit 1.", "Set Hammer ReconstrLimit 1."], session.root, timeout=5
@@ -164,7 +164,7 @@ async def read_atp_library(session: CoqSession) -> tuple[float, TacticResult | N
     if session.pid == pid and (not closed or spent > 2.0):  # the process was not replaced
         _WARM.add(pid)
     await session.back_to(session.root)
-    return spent, found if closed else None
+    return spent
 
 
 def missing_atps() -> tuple[str, ...]:
@@ -430,9 +430,9 @@ class HammerStrategy:
                 except PrefixError as exc:
                     return skipped(_does_not_load("CoqHammer", exc), started)
                 sides.append(where)
-            load, early = await read_atp_library(where)
+            load = await read_atp_library(where)
             cpu_start += load  # counted apart, not against the goal's budget
-            found = early or await self._hammer(where, budget, spent)
+            found = await self._hammer(where, budget, spent)
         if found.status is TacticStatus.TIMEOUT:
             return result(Outcome.TIMEOUT)
         if found.status is not TacticStatus.COMPLETE:
@@ -449,7 +449,12 @@ class HammerStrategy:
         if left <= 0:
             return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
         part = Budget(left, max(budget.tactic_seconds, 3.0), budget.grace_seconds)
-        rebuilt = await _Scripts("hammer", tactics).prove(session, goal, part)
+        rebuild = _Scripts("hammer", tactics)
+        if loaded:
+            # CoqHammer prints tactics it cannot always parse back (``srun eauto use: x``):
+            # one that does not parse would fail a whole batch, so each goes alone
+            rebuild.batch_size = 1
+        rebuilt = await rebuild.prove(session, goal, part)
         if rebuilt.outcome is Outcome.CANDIDATE:
             return result(Outcome.CANDIDATE, rebuilt.sentences)
         printed = reconstruction(found.message) or next(iter(replacements(found.message)), None)
@@ -488,11 +493,11 @@ class HammerStrategy:
         # Coq's Timeout (wall-clock) ends the call and keeps the process, and the ATP
         # library it has read, alive for the next goal; the two ATPs run at once
         # for most of the call (about 1.8 CPU seconds per second), so it is set at
-        # half the CPU left. The CPU guard above it kills the process: it only
-        # catches what Timeout does not stop in time.
+        # half the CPU left. The CPU guard just above the budget kills the process:
+        # it only catches what Timeout does not stop in time.
         left = max(1.0, budget.cpu_seconds - spent())
         found = await session.run_tactic(
-            "hammer.", state, timeout=max(1.0, left / 2), cpu_limit=left + 3
+            "hammer.", state, timeout=max(1.0, left / 2), cpu_limit=left + 0.5
         )
         if found.status is TacticStatus.FAILED and _TIMED_OUT.search(found.message):
             # CoqHammer reports Coq's Timeout as its own error
