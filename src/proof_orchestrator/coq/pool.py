@@ -14,7 +14,9 @@ loaded most of the libraries its prefix requires (every ``Require``
 sentence it has ever loaded counts), then to the one with the fewest other
 libraries loaded (so that the goal's own session leaves the hammer process
 to the next hammer), then to the one sharing the longest prefix; and when
-the pool is full, the process idle the longest goes.
+the pool is full, the process that loaded the fewest libraries goes (the
+longest idle of those): in a fill run, evicting the oldest sent the hammer
+process away after almost every goal (128 library reads for 485 goals).
 """
 
 from __future__ import annotations
@@ -110,8 +112,11 @@ class ProcessPool:
             return
         self._idle.append((top, loaded))
         while len(self._idle) > self.settings.max_idle:
-            oldest, _ = self._idle.pop(0)
-            await oldest.aclose()
+            # the cheapest to make again goes: the fewest libraries loaded, then the
+            # longest idle (a process that loaded CoqHammer and read its library stays)
+            cheapest = min(range(len(self._idle)), key=lambda i: len(self._idle[i][1].libraries))
+            gone, _ = self._idle.pop(cheapest)
+            await gone.aclose()
 
     async def load(self, top: CoqTop, prefix: Sequence[str]) -> int:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
