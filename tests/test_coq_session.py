@@ -288,3 +288,37 @@ def test_the_pool_prefers_loaded_libraries_then_the_longest_shared_prefix() -> N
     # with the same libraries, the longer shared prefix wins
     assert cold.common(["Require Import Arith.", "Lemma a : True."]) == 2
     assert warm.common(["Require Import Arith.", "Lemma a : True."]) == 1
+
+
+class _IdleTop:
+    """A stand-in for an idle coqtop in pool bookkeeping (no prover is run)."""
+
+    def __init__(self) -> None:
+        self.alive = True
+        self.closed = False
+        self.current = 1
+
+    def rss_bytes(self) -> int:
+        return 0
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+async def test_a_full_pool_evicts_the_process_with_the_fewest_libraries_not_the_oldest() -> None:
+    """The hammer process, released first, stays; the plain one released after it goes."""
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    async def never() -> _IdleTop:
+        raise AssertionError("no process is started here")
+
+    pool = ProcessPool(CoqSettings(max_idle=1), never)
+    warm, plain = _IdleTop(), _IdleTop()
+    for top, libraries in ((warm, {"From Hammer Require Import Hammer."}), (plain, set())):
+        loaded = _Loaded(base=1, codes=[], states=[])
+        loaded.libraries = set(libraries)
+        pool._loaded[id(top)] = loaded
+        await pool.release(top)  # type: ignore[arg-type]
+    assert plain.closed
+    assert not warm.closed
