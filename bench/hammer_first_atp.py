@@ -44,8 +44,10 @@ async def _first_atp(started: float) -> float:
     while True:
         for child in me.children(recursive=True):
             try:
-                # an ATP that a coqtop started (not an orphan of an earlier attempt)
-                if child.name() in ATPS and psutil.Process(child.ppid()).name() == "coqtop":
+                # an ATP below a live coqtop (CoqHammer starts it through a shell)
+                if child.name() in ATPS and any(
+                    parent.name() == "coqtop" for parent in child.parents()
+                ):
                     return time.monotonic() - started
             except psutil.Error:
                 continue
