@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
+import sys
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,7 +16,7 @@ from rich.console import Console
 
 from ..backends import project_root
 from ..config import ConfigError, Settings, load_settings
-from ..errors import LedgerError, PathNotFound, ProverNotFound
+from ..errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
 from ..provers.process import resolve
@@ -56,6 +58,19 @@ def run_command(coro: Coroutine[Any, Any, T]) -> T:
             "every finished attempt is in the ledger. Run the same command again to resume."
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def run_on_ledger(coro: Coroutine[Any, Any, T], ledger: Ledger) -> T:
+    """:func:`run_command` for a command that reports at the end: its progress goes to
+    stderr, an :class:`~..errors.OrchError` exits with its message, and ``ledger``
+    is closed whatever happens."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            return run_command(coro)
+    except OrchError as exc:
+        raise fail(str(exc)) from exc
+    finally:
+        ledger.close()
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

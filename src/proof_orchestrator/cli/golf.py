@@ -2,27 +2,23 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from ..errors import OrchError
 from ..run.pipeline import FileStatus, collect_files
 from ..workflows.golf import golf_files
 from .common import (
     check_inputs,
     exit_if_unreadable,
-    fail,
     fill_options,
     load_command_settings,
     open_ledger,
     out,
-    run_command,
+    run_on_ledger,
 )
 from .options import (
     CpuTarget,
@@ -49,15 +45,9 @@ def golf_command(
     settings = load_command_settings(paths[0], locals())
     options = fill_options(settings, dry_run=dry_run)
     ledger = open_ledger(db, paths[0])
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            report = run_command(
-                golf_files(coq_files, ledger, options, names=frozenset(only or ()))
-            )
-    except OrchError as exc:
-        raise fail(str(exc)) from exc
-    finally:
-        ledger.close()
+    report = run_on_ledger(
+        golf_files(coq_files, ledger, options, names=frozenset(only or ())), ledger
+    )
     summary = report.summary()
     if as_json:
         out.print_json(json.dumps(summary))

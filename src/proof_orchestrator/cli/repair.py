@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from ..errors import OrchError
 from ..run.pipeline import FileStatus, collect_files
 from ..workflows.repair import repair_files
 from .common import (
@@ -22,7 +19,7 @@ from .common import (
     load_command_settings,
     open_ledger,
     out,
-    run_command,
+    run_on_ledger,
 )
 from .options import BudgetOpt, CpuTarget, Profile, TacticTimeout
 
@@ -56,15 +53,9 @@ def repair_command(
     settings = load_command_settings(paths[0], locals())
     options = fill_options(settings, dry_run=dry_run)
     ledger = open_ledger(db, paths[0])
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            report = run_command(
-                repair_files(coq_files, ledger, options, admit_broken=admit_broken)
-            )
-    except OrchError as exc:
-        raise fail(str(exc)) from exc
-    finally:
-        ledger.close()
+    report = run_on_ledger(
+        repair_files(coq_files, ledger, options, admit_broken=admit_broken), ledger
+    )
     summary = report.summary()
     if as_json:
         out.print_json(json.dumps(summary))
