@@ -124,6 +124,10 @@ class LeanBackend:
             return LeanAgentSide()
         if name == "declarations":
             return self.declarations
+        if name == "repair":
+            from .repair import LeanRepair
+
+            return LeanRepair()
         raise OrchError(f"{name!r} is not available for Lean files (Coq only)")
 
     @staticmethod

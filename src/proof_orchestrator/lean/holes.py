@@ -26,10 +26,12 @@ from ..goals import Goal, HoleKind, fingerprint_of
 
 __all__ = [
     "DECLARATION_KEYWORDS",
+    "Command",
     "Declaration",
     "LeanHole",
     "Token",
     "command_spans",
+    "commands",
     "declarations",
     "declared_axioms",
     "lex",
@@ -344,6 +346,30 @@ def command_spans(text: str) -> list[tuple[int, int]]:
     """
     tokens = lex(text)
     return [(tokens[a].start, tokens[b - 1].end) for a, b in _commands(text, tokens)]
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One command of a file: its span, its tokens and its keyword (after attributes and
+    modifiers; ``keyword_index`` is that keyword's index in ``tokens``)."""
+
+    start: int
+    end: int
+    tokens: tuple[Token, ...]
+    keyword: str
+    keyword_index: int
+
+
+def commands(text: str) -> list[Command]:
+    """The commands of ``text``, in order (a command starts at a token in column 0)."""
+    tokens = lex(text)
+    found = []
+    for a, b in _commands(text, tokens):
+        keyword, k = _keyword(tokens, a, b)
+        found.append(
+            Command(tokens[a].start, tokens[b - 1].end, tuple(tokens[a:b]), keyword, k - a)
+        )
+    return found
 
 
 @dataclass(frozen=True, slots=True)

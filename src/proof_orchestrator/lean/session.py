@@ -230,6 +230,16 @@ class LeanProver:
         finally:
             await self._give_back(header, session.warm)
 
+    @contextlib.asynccontextmanager
+    async def repl(self, header: str) -> AsyncIterator[LeanRepl]:
+        """A REPL of the pool for files whose import header is ``header``, given back after
+        use (``orch repair``'s detection sends a whole file through it, command by command)."""
+        warm = await self._take(header)
+        try:
+            yield warm.repl
+        finally:
+            await self._give_back(header, warm)
+
     async def aclose(self) -> None:
         self._closed = True
         for idle in self._idle.values():

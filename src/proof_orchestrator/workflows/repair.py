@@ -63,12 +63,14 @@ class RepairStrategies:
 
     name = "repair"
     weight = "light"
-    language = "coq"
     uses_slot = True
     needs_ledger = False
 
     def __init__(self) -> None:
         self._by_goal: dict[tuple[str, str, int], Any] = {}
+        #: the language of the goal added last: each goal is searched right after it is
+        #: added, so the runner offers this strategy to that goal (Coq's or Lean's)
+        self.language = "coq"
 
     @staticmethod
     def _key(goal: Goal) -> tuple[str, str, int]:
@@ -76,6 +78,7 @@ class RepairStrategies:
 
     def add(self, goal: Goal, strategy: Any) -> None:
         self._by_goal[self._key(goal)] = strategy
+        self.language = goal.language
 
     async def prove(self, session: Any, goal: Goal, budget: Budget) -> StrategyResult:
         strategy = self._by_goal.get(self._key(goal))
