@@ -10,9 +10,12 @@ import typer
 from rich.table import Table
 
 from ..run.pipeline import FileStatus, collect_files
+from ..workflows.gitops import GitError, GitRepo, ProofBranch, publish_repairs
 from ..workflows.repair import repair_files
 from .common import (
+    EXIT_BAD_INPUT,
     check_inputs,
+    console,
     exit_if_unreadable,
     fail,
     fill_options,
@@ -37,6 +40,24 @@ def repair_command(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="find, repair and verify, but write nothing")
     ] = False,
+    git: Annotated[
+        bool,
+        typer.Option(
+            "--git",
+            help="put the repairs on branches auto/repair/... whose commit message and PR text "
+            "list each repair, its cause and the diff of its proof (made in a git worktree; "
+            "your files, index and branch are not touched)",
+        ),
+    ] = False,
+    git_per: Annotated[
+        str, typer.Option(help="with --git: a branch per 'file', per 'proof' or one per 'run'")
+    ] = "file",
+    push: Annotated[
+        bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
+    ] = False,
+    allow_dirty: Annotated[
+        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
+    ] = False,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     budget: BudgetOpt = None,
@@ -50,17 +71,50 @@ def repair_command(
     coq_files = [p for p in collect_files(paths) if p.suffix == ".v"]
     if not coq_files:
         raise fail("no .v files to repair (orch repair works on Coq files)", 2)
+    repo: GitRepo | None = None
+    if git:
+        if git_per not in ("file", "proof", "run"):
+            raise fail("--git-per must be 'file', 'proof' or 'run'", EXIT_BAD_INPUT)
+        try:
+            repo = GitRepo(paths[0].resolve())
+            repo.check_ready(allow_dirty)
+        except GitError as exc:
+            raise fail(str(exc), EXIT_BAD_INPUT) from exc
     settings = load_command_settings(paths[0], locals())
-    options = fill_options(settings, dry_run=dry_run)
+    # with --git the repairs go to branches: the files in the working tree stay as they are
+    options = fill_options(settings, dry_run=dry_run or git)
     ledger = open_ledger(db, paths[0])
     report = run_on_ledger(
         repair_files(coq_files, ledger, options, admit_broken=admit_broken), ledger
     )
+    branches: list[ProofBranch] = []
+    if repo is not None and not dry_run:
+        try:
+            branches, notes = publish_repairs(repo, report, per=git_per, push=push)
+        except GitError as exc:
+            raise fail(str(exc)) from exc
+        for note in notes:
+            console.print(note)
     summary = report.summary()
     if as_json:
+        if repo is not None:
+            summary["branches"] = [
+                {
+                    "branch": b.branch,
+                    "commit": b.commit,
+                    "pr_body": str(b.pr_body),
+                    "repaired": list(b.goals),
+                }
+                for b in branches
+            ]
         out.print_json(json.dumps(summary))
         exit_if_unreadable(report.files)
         return
+    for b in branches:
+        out.print(
+            f"branch [bold]{b.branch}[/] {b.commit[:10]} ({', '.join(b.goals) or 'admitted'}); "
+            f"PR text {b.pr_body}"
+        )
     table = Table(title="broken proofs")
     for column in ("lemma", "kind", "broke at", "repaired with"):
         table.add_column(column, overflow="fold")
@@ -79,6 +133,8 @@ def repair_command(
     for path, why in report.stuck.items():
         out.print(f"[yellow]{path}[/]: stopped looking: {why}")
     verb = "would be" if dry_run else "were"
+    if repo is not None and not dry_run:
+        out.print(f"{len(branches)} branch(es) made; the working tree is unchanged")
     out.print(
         f"{summary['repaired']}/{summary['broken']} broken proofs {verb} repaired; "
         f"{report.cpu_seconds:.1f} CPU s, {report.wall_seconds:.1f} s wall"

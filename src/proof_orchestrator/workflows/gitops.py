@@ -16,10 +16,18 @@ current branch are never changed: the proof is applied to the file as it is
 at ``HEAD`` inside the worktree, which is removed afterwards (the branch
 stays). With ``--push`` the branch is pushed and, when the GitHub CLI is
 installed, a pull request is opened.
+
+``orch repair --git`` (:func:`publish_repairs`) does the same with repairs of
+broken proofs: a branch per file (``auto/repair/file/<namespace>``), per
+proof or per run, whose commit message and pull-request body list every
+repair: the lemma, the cause (the kind of break, the sentence where the
+prover stopped, its error) and the diff of the proof, old script against
+new; the proofs that stay broken are listed too.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import shutil
 import subprocess
@@ -27,11 +35,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import OrchError
 from ..project.patch import Patch, apply_patches
 from ..project.statedir import make_state_dir
 from ..run.reports import LEDGER_REPLAY, FillReport, GoalReport
+
+if TYPE_CHECKING:
+    from .repair import BrokenGoalReport, FileRepairs, RepairReport
 
 __all__ = [
     "GitError",
@@ -40,7 +52,11 @@ __all__ = [
     "branch_name",
     "commit_message",
     "pr_body",
+    "proof_diff",
     "publish",
+    "publish_repairs",
+    "repair_commit_message",
+    "repair_pr_body",
 ]
 
 PR_TEMPLATE = """\
@@ -56,6 +72,23 @@ Proof found and checked by `orch` ({prover}).
 | compute | {cpu:.2f} CPU s, {tactics} tactics tried |
 | strategies | {strategies} |
 | cache hits | {cache_hits} (proofs replayed from the ledger, not searched) |
+
+{details}
+"""
+
+
+REPAIR_PR_TEMPLATE = """\
+## {title}
+
+Broken proofs repaired by `orch repair` ({prover}). No statement was changed.
+
+| | |
+|---|---|
+| verification | {status}: the whole file recompiles and the axiom audit found nothing new |
+| repaired | {repaired} proof(s) |
+| still broken | {still} proof(s) |
+| compute | {cpu:.2f} CPU s |
+| strategies | {strategies} |
 
 {details}
 """
@@ -253,6 +286,25 @@ def _pull_request(repo: GitRepo, branch: str, title: str, body: Path) -> str:
     return done.stdout.strip()
 
 
+def _hand_over(
+    repo: GitRepo, branch: str, title: str, body: Path, push: bool, notes: list[str]
+) -> tuple[bool, str]:
+    """With ``push``: push ``branch`` and open its pull request; (pushed, PR url or note)."""
+    if not push:
+        return False, ""
+    pushed, note = repo.push(branch)
+    notes.append(f"{branch}: {note}")
+    if not pushed:
+        return False, ""
+    pr_url = _pull_request(repo, branch, title, body)
+    notes.append(f"{branch}: {pr_url}")
+    return True, pr_url
+
+
+def _body_path(body_dir: Path, branch: str) -> Path:
+    return body_dir / f"{branch.replace('/', '__')}.md"
+
+
 def publish(
     repo: GitRepo,
     report: FillReport,
@@ -308,20 +360,177 @@ def publish(
         where = items[0][0] if len(by_file) == 1 else Path(f"{len(by_file)} files")
         message = commit_message(reports_all, report.prover_version, where)
         commit = repo.commit_in_worktree(branch, changes, message)
-        body = body_dir / f"{branch.replace('/', '__')}.md"
-        body.write_text(
-            pr_body(reports_all, report.prover_version, message.splitlines()[0]), encoding="utf-8"
-        )
-        pushed, pr_url = False, ""
-        if push:
-            pushed, note = repo.push(branch)
-            notes.append(f"{branch}: {note}")
-            if pushed:
-                pr_url = _pull_request(repo, branch, message.splitlines()[0], body)
-                notes.append(f"{branch}: {pr_url}")
+        body = _body_path(body_dir, branch)
+        title = message.splitlines()[0]
+        body.write_text(pr_body(reports_all, report.prover_version, title), encoding="utf-8")
+        pushed, pr_url = _hand_over(repo, branch, title, body, push, notes)
         branches.append(
             ProofBranch(
                 branch, commit, body, tuple(g.goal.name for g in reports_all), pushed, pr_url
             )
         )
+    return branches, notes
+
+
+def proof_diff(row: BrokenGoalReport) -> str:
+    """The old proof against the new one, a sentence a line (a unified diff, whole)."""
+    old, new = list(row.old), list(row.new)
+    lines = difflib.unified_diff(
+        old, new, "old proof", "new proof", lineterm="", n=max(len(old), len(new))
+    )
+    return "\n".join(lines)
+
+
+def _cause(row: BrokenGoalReport) -> str:
+    return f"{row.kind} at `{row.failing}`"
+
+
+def _namespace(row: BrokenGoalReport, relative: Path) -> str:
+    modules = [name for kind, name in row.goal.scope if kind == "module"] if row.goal else []
+    return ".".join([*relative.with_suffix("").parts, *modules])
+
+
+def repair_commit_message(
+    fixed: Sequence[BrokenGoalReport],
+    still: Sequence[BrokenGoalReport],
+    prover: str,
+    relative: Path,
+) -> str:
+    """The commit of a repair branch: a title, the facts, then each repair with its cause
+    and the diff of its proof, and the proofs still broken."""
+    if fixed:
+        title = f"auto: repair {', '.join(r.name for r in fixed)} in {relative}"
+    else:
+        title = f"auto: admit {len(still)} broken proof(s) in {relative}"
+    strategies = ",".join(sorted({r.strategy for r in fixed})) or "-"
+    cpu = sum(r.cpu_seconds for r in [*fixed, *still])
+    lines = [
+        title,
+        "",
+        "[status] verified",
+        f"[metrics] cpu_s={cpu:.2f} repaired={len(fixed)} still_broken={len(still)} "
+        f"strategy={strategies}",
+        f"[prover] {prover}",
+    ]
+    for row in fixed:
+        lines += ["", f"{row.name} ({row.file.name}:{row.line}): {_cause(row)}"]
+        lines.append(f"  error: {' '.join(row.error.split())}")
+        lines += [f"  {line}" for line in proof_diff(row).splitlines()]
+    for row in still:
+        lines += ["", f"still broken: {row.name} ({row.file.name}:{row.line}): {_cause(row)}"]
+        lines.append(f"  error: {' '.join(row.error.split())}")
+    return "\n".join(lines) + "\n"
+
+
+def repair_pr_body(
+    fixed: Sequence[BrokenGoalReport],
+    still: Sequence[BrokenGoalReport],
+    prover: str,
+    title: str,
+) -> str:
+    """The pull-request text of a repair branch (see :data:`REPAIR_PR_TEMPLATE`)."""
+    blocks = []
+    for row in fixed:
+        blocks.append(
+            f"### `{row.name}` ({row.file.name}:{row.line})\n\n"
+            f"- cause: {_cause(row)}\n"
+            f"- prover error: {' '.join(row.error.split())}\n"
+            f"- repaired by: {row.strategy}, {row.cpu_seconds:.2f} CPU s\n\n"
+            f"```diff\n{proof_diff(row)}\n```\n"
+        )
+    if still:
+        blocks.append(
+            "### Still broken\n\n"
+            + "\n".join(
+                f"- `{row.name}` ({row.file.name}:{row.line}): {_cause(row)}: "
+                f"{' '.join(row.error.split())}"
+                for row in still
+            )
+            + "\n"
+        )
+    return REPAIR_PR_TEMPLATE.format(
+        title=title,
+        prover=prover,
+        status="verified",
+        repaired=len(fixed),
+        still=len(still),
+        cpu=sum(r.cpu_seconds for r in [*fixed, *still]),
+        strategies=", ".join(sorted({r.strategy for r in fixed})) or "none",
+        details="\n".join(blocks),
+    )
+
+
+def publish_repairs(
+    repo: GitRepo,
+    report: RepairReport,
+    *,
+    per: str = "file",
+    push: bool = False,
+    body_dir: Path | None = None,
+) -> tuple[list[ProofBranch], list[str]]:
+    """Branches for the verified repairs of ``report`` (a run made without writing);
+    returns them and notes for the user.
+
+    ``per`` is ``file`` (a branch per file: ``auto/repair/file/<namespace>``),
+    ``proof`` (``auto/repair/lem/<namespace>/<decl>``) or ``run``
+    (``auto/repair/run/<run id>``). A file's repairs are published only if it
+    is unchanged from ``HEAD`` (they were found for the committed text).
+    """
+    if per not in ("file", "proof", "run"):
+        raise GitError(f"--git-per must be 'file', 'proof' or 'run' for repairs, got {per!r}")
+    body_dir = body_dir or (repo.root / ".orch" / "pr")
+    make_state_dir(body_dir)
+    notes: list[str] = []
+    #: (relative path, the file's repairs, the lemmas to write: None for all)
+    Item = tuple[Path, "FileRepairs", frozenset[str] | None]
+    chosen: list[Item] = []
+    for repairs in report.repaired_files:
+        if repairs.text() == repairs.original:
+            continue  # nothing repaired (and nothing admitted)
+        try:
+            relative = repairs.path.resolve().relative_to(repo.root)
+        except ValueError:
+            notes.append(f"{repairs.path}: outside {repo.root}, its repairs get no branch")
+            continue
+        if repo.file_at_head(relative) != repairs.original:
+            notes.append(f"{relative}: differs from HEAD, its repairs get no branch")
+            continue
+        chosen.append((relative, repairs, None))
+    groups: list[tuple[str, list[Item]]] = []
+    if per == "file":
+        for relative, repairs, _ in chosen:
+            namespace = _ref_part(".".join(relative.with_suffix("").parts))
+            groups.append((f"auto/repair/file/{namespace}", [(relative, repairs, None)]))
+    elif per == "proof":
+        for relative, repairs, _ in chosen:
+            for row in repairs.rows:
+                if row.repaired:
+                    branch = (
+                        f"auto/repair/lem/{_ref_part(_namespace(row, relative))}/"
+                        f"{_ref_part(row.name)}"
+                    )
+                    groups.append((branch, [(relative, repairs, frozenset({row.name}))]))
+    elif chosen:
+        groups = [(f"auto/repair/run/{report.run_id or 0}", chosen)]
+    branches: list[ProofBranch] = []
+    for branch, items in groups:
+        changes = {relative: repairs.text(only) for relative, repairs, only in items}
+        fixed = [
+            row
+            for _, repairs, only in items
+            for row in repairs.rows
+            if row.repaired and (only is None or row.name in only)
+        ]
+        still = [row for _, repairs, _ in items for row in repairs.rows if not row.repaired]
+        where = items[0][0] if len(items) == 1 else Path(f"{len(items)} files")
+        message = repair_commit_message(fixed, still, report.prover_version, where)
+        commit = repo.commit_in_worktree(branch, changes, message)
+        title = message.splitlines()[0]
+        body = _body_path(body_dir, branch)
+        body.write_text(
+            repair_pr_body(fixed, still, report.prover_version, title), encoding="utf-8"
+        )
+        pushed, pr_url = _hand_over(repo, branch, title, body, push, notes)
+        names = tuple(row.name for row in fixed)
+        branches.append(ProofBranch(branch, commit, body, names, pushed, pr_url))
     return branches, notes

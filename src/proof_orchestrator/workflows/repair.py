@@ -23,12 +23,18 @@ For each file, in the project's dependency order:
 
 The files that import a repaired file are then built from what it became (the
 builder's overrides), so that detection goes on in them.
+
+Each file's outcome is kept in :attr:`RepairReport.repaired_files` (the text
+the repairs were found for, and the text with them), so that ``orch repair
+--git`` (:func:`..workflows.gitops.publish_repairs`) can put them on branches
+instead of into the working tree. ``orch bg`` calls :func:`repair_files` on
+the files the user edits, with its own governor and ``on_write``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,12 +52,19 @@ from ..run.attempts import FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.repairing import verify_and_write_repairs
 from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillReport, GoalReport
-from ..run.toolbox import Toolbox
+from ..run.toolbox import Toolbox, tool_settings
 from ..run.worker import GoalRun
 from ..scheduler.governor import CpuGovernor
 from ..strategies.base import StrategyResult
 
-__all__ = ["REPAIR_SHARE", "BrokenGoalReport", "RepairReport", "RepairStrategies", "repair_files"]
+__all__ = [
+    "REPAIR_SHARE",
+    "BrokenGoalReport",
+    "FileRepairs",
+    "RepairReport",
+    "RepairStrategies",
+    "repair_files",
+]
 
 #: the share of a broken goal's budget that the old proof's repair has first
 REPAIR_SHARE = 0.5
@@ -105,12 +118,40 @@ class BrokenGoalReport:
     repaired: bool = False
     cpu_seconds: float = 0.0
     message: str = ""
+    #: the goal as the stand-in holds it (its scope names a branch)
+    goal: Goal | None = None
+
+
+@dataclass(slots=True)
+class FileRepairs:
+    """One file's verified repairs: the text they were found for, and that text with them."""
+
+    path: Path
+    #: the file's text when it was read (the repairs were found for it)
+    original: str
+    #: its broken proofs, repaired or not, in file order
+    rows: list[BrokenGoalReport]
+    detection: Any
+    #: the verified repairs: (broken proof, new sentences)
+    repaired: list[tuple[Any, tuple[str, ...]]]
+    admit_broken: bool = False
+
+    def text(self, only: Collection[str] | None = None) -> str:
+        """:attr:`original` with the repairs (those of the lemmas named in ``only``, or all)
+        written in, as ``orch repair`` would write it."""
+        chosen = [(b, s) for b, s in self.repaired if only is None or b.hole.goal.name in only]
+        feature = backend_for(self.path).feature("repair")
+        text: str = feature.written_text(self.original, self.detection, chosen, self.admit_broken)
+        return text
 
 
 @dataclass(slots=True)
 class RepairReport:
     broken: list[BrokenGoalReport] = field(default_factory=list)
     files: list[FileReport] = field(default_factory=list)
+    #: per file with broken proofs, its verified repairs (for ``--git``)
+    repaired_files: list[FileRepairs] = field(default_factory=list)
+    prover_version: str = ""
     #: files where an error outside any proof stopped the search for broken proofs
     stuck: dict[str, str] = field(default_factory=dict)
     cpu_seconds: float = 0.0
@@ -174,18 +215,32 @@ async def repair_files(
     *,
     admit_broken: bool = False,
     on_goal: Callable[[BrokenGoalReport], None] | None = None,
+    governor: CpuGovernor | None = None,
+    on_write: Callable[[Path, str], None] | None = None,
 ) -> RepairReport:
-    """Find and repair the broken proofs of ``files``; see the module's docstring."""
+    """Find and repair the broken proofs of ``files``; see the module's docstring.
+
+    ``governor`` is the CPU governor to share (``orch bg``'s; a new one when
+    None); ``on_write`` sees each file written, with its new text."""
     report = RepairReport()
     started = time.monotonic()
-    governor = CpuGovernor.for_settings(options.orch, options.orch.max_light + 1)
-    run_id = ledger.start_run("repair", {"paths": [str(p) for p in files]}, "")
+    governor = governor or CpuGovernor.for_settings(options.orch, options.orch.max_light + 1)
+    if files:
+        report.prover_version = await backend_for(files[0]).version(
+            list(files), tool_settings(options)
+        )
+    run_id = ledger.start_run(
+        "repair",
+        {"paths": [str(p) for p in files], "dry_run": options.dry_run},
+        report.prover_version,
+    )
     report.run_id = run_id
     toolbox = Toolbox(options, governor.gate)
     root = backend_for(files[0]).project_root(files[0]) if files else None
     repairs = RepairStrategies()
     fill_report = FillReport()
     fill_report.run_id = run_id
+    fill_report.prover_version = report.prover_version
     # the old proof first, alone (a lone strategy has the pass's whole budget), then
     # the fill portfolio with what it left
     first = GoalRun(ledger, options, [repairs], fill_report, governor, None)
@@ -195,7 +250,7 @@ async def repair_files(
         for path in _in_dependency_order(files, toolbox):
             await _repair_file(
                 path, ledger, options, toolbox, (first, then), repairs, report, admit_broken,
-                on_goal,
+                on_goal, on_write,
             )  # fmt: skip
     finally:
         await toolbox.aclose()
@@ -214,6 +269,7 @@ async def _repair_file(
     report: RepairReport,
     admit_broken: bool,
     on_goal: Callable[[BrokenGoalReport], None] | None,
+    on_write: Callable[[Path, str], None] | None = None,
 ) -> None:
     try:
         repair = backend_for(path).feature("repair")
@@ -252,7 +308,7 @@ async def _repair_file(
         goal = broken.hole.goal
         row = BrokenGoalReport(
             path, goal.name, goal.line, broken.kind.value, broken.failing, broken.error,
-            broken.script,
+            broken.script, goal=goal,
         )  # fmt: skip
         report.broken.append(row)
         file_rows.append(row)
@@ -296,9 +352,18 @@ async def _repair_file(
         path, text, detection, candidates, tools, ledger, report.run_id, file_report,
         write=not options.dry_run, admit_broken=admit_broken,
     )  # fmt: skip
+    verified: list[tuple[Any, tuple[str, ...]]] = []
     for _, goal_report, goal_id in done.accepted:
-        row = rows[goal_id][1]
+        broken, row = rows[goal_id]
         row.new, row.strategy, row.repaired = goal_report.sentences, goal_report.strategy, True
+        verified.append((broken, goal_report.sentences))
+        if not done.written:
+            # verified, not written (a dry run, --git): the repair exists, in the ledger
+            ledger.set_goal_status(goal_id, "repaired")
+    repaired = FileRepairs(path, text, file_rows, detection, verified, admit_broken)
+    report.repaired_files.append(repaired)
+    if done.written and on_write is not None:
+        on_write(path, repaired.text())
     for _, goal_report, goal_id in candidates:
         row = rows[goal_id][1]
         if not row.repaired:
