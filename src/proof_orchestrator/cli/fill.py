@@ -19,6 +19,7 @@ from ..run.pipeline import FileStatus, FillReport, fill
 from ..workflows.background import run_background
 from ..workflows.blueprint import critical_path_weights
 from ..workflows.gitops import GitError, GitRepo, ProofBranch, publish
+from ..workflows.repair import RepairReport
 from .common import (
     EXIT_BAD_INPUT,
     EXIT_NOT_CHECKED,
@@ -326,6 +327,15 @@ def bg_command(
     as_json: Annotated[
         bool, typer.Option("--json", help="print a JSON summary at the end")
     ] = False,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair/--no-repair",
+            help="repair the proofs an edit broke (orch repair's detection and repair on "
+            "the edited files and the files that import them, and on files that do not "
+            "compile before their first hole)",
+        ),
+    ] = True,
     cpu_target: CpuTarget = None,
     max_light: MaxLight = None,
     max_heavy: MaxHeavy = None,
@@ -343,7 +353,8 @@ def bg_command(
     allow_import: AllowImport = None,
     strict_holes: StrictHoles = None,
 ) -> None:
-    """Keep filling holes: revisit stuck goals, react to edits, hold the CPU target."""
+    """Keep filling holes: revisit stuck goals, react to edits (repairing the proofs they
+    broke, unless --no-repair), hold the CPU target."""
     check_inputs(paths)
     if duration is not None and duration <= 0:
         raise fail("--duration must be positive", EXIT_BAD_INPUT)
@@ -359,13 +370,30 @@ def bg_command(
             f"{report.cpu_seconds:.1f} CPU s; {next_step}"
         )
 
+    def repaired(report: RepairReport) -> None:
+        for proof in report.broken:
+            done = "repaired" if proof.repaired else "not repaired"
+            console.print(
+                f"broken proof {proof.file.name}:{proof.line} {proof.name} ({proof.kind}): {done}",
+                markup=False,
+                highlight=False,
+            )
+
     console.print(
         f"orch bg: working on {', '.join(map(str, paths))} "
         f"(CPU target {settings.cpu_target:.0%}); Ctrl-C stops"
     )
     try:
         result = run_command(
-            run_background(paths, ledger, fill_options(settings), duration=duration, on_cycle=cycle)
+            run_background(
+                paths,
+                ledger,
+                fill_options(settings),
+                duration=duration,
+                on_cycle=cycle,
+                repair=repair,
+                on_repair=repaired,
+            )
         )
     except OrchError as exc:
         raise fail(str(exc)) from exc
@@ -380,6 +408,8 @@ def bg_command(
                     "cycles": result.cycles,
                     "proved": result.proved,
                     "restarts": result.restarts,
+                    "broken": result.broken,
+                    "repaired": result.repaired,
                     "wall_seconds": round(result.wall_seconds, 3),
                     "mean_cpu_fraction": round(mean, 4),
                 }
@@ -387,6 +417,7 @@ def bg_command(
         )
         return
     out.print(
-        f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.restarts} "
-        f"restart(s) after edits, {result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"
+        f"{result.cycles} cycle(s), {result.proved} proof(s) written, {result.repaired}/"
+        f"{result.broken} broken proof(s) repaired, {result.restarts} restart(s) after edits, "
+        f"{result.wall_seconds:.0f} s; mean CPU {mean:.2f} of the machine"
     )

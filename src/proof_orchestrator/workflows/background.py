@@ -13,6 +13,16 @@ running cycle. Its attempts are recorded, candidates already found are
 replayed in the next cycle, and the project is scanned again, so goals whose
 statement changed get new fingerprints and start afresh. One CPU governor
 serves every cycle, so the CPU target holds for as long as the process runs.
+
+**Repairs** (unless ``repair=False``, ``orch bg --no-repair``): a cycle first
+runs ``orch repair``'s detection and repair (:func:`..workflows.repair.repair_files`,
+with the same governor, budget and ledger records) on the Coq files that need
+it, then fills. A file needs it when the user edited it or a file it imports
+(a renamed lemma breaks the proofs that use it), when the fill refused it
+because it does not compile before its first hole, or when a file it
+imports could not be built (the file that failed is repaired). A file's text
+is repaired once: the same text, unchanged since its last repair pass, is not
+tried again until it or a file it imports changes.
 """
 
 from __future__ import annotations
@@ -27,11 +37,15 @@ from typing import Any
 
 import watchfiles
 
+from ..backends import project_builders
+from ..errors import OrchError
 from ..ledger import Ledger
 from ..project.statedir import in_state_dir
+from ..provers.build import ProjectModel
 from ..provers.tasks import cancel_and_wait
-from ..run.pipeline import FillOptions, FillReport, collect_files, fill
+from ..run.pipeline import FileStatus, FillOptions, FillReport, collect_files, fill
 from ..scheduler.governor import CpuGovernor
+from .repair import RepairReport, repair_files
 
 __all__ = ["BackgroundReport", "run_background"]
 
@@ -42,6 +56,9 @@ class BackgroundReport:
     proved: int = 0
     #: cycles cancelled because the user changed a file
     restarts: int = 0
+    #: broken proofs found, and those repaired (written)
+    broken: int = 0
+    repaired: int = 0
     wall_seconds: float = 0.0
     governor_trace: list[float] = field(default_factory=list)
 
@@ -82,6 +99,70 @@ async def _watch(paths: Sequence[Path], own: _OwnWrites, found: asyncio.Queue[se
             found.put_nowait(theirs)
 
 
+#: the languages whose broken proofs are repaired (``orch repair`` works on Coq files)
+_REPAIRED_SUFFIXES = frozenset({".v"})
+
+
+class _Repairs:
+    """Which files need detection and repair, and the text each had when last repaired."""
+
+    def __init__(self, build: str) -> None:
+        self.build = build
+        self.pending: set[Path] = set()
+        #: per file, the digest of its text after its last repair pass
+        self.tried: dict[Path, str] = {}
+
+    def _models(self, paths: Sequence[Path]) -> list[ProjectModel]:
+        models: dict[Path, ProjectModel] = {}
+        for path in paths:
+            try:
+                for builder in project_builders(path, self.build):
+                    model = builder.model()
+                    models.setdefault(model.root, model)
+            except (OrchError, OSError):
+                continue  # the file alone, then
+        return list(models.values())
+
+    def edited(self, paths: Sequence[Path]) -> None:
+        """The user changed ``paths``: they and the project files that import them need a pass."""
+        changed = {p.resolve() for p in paths if p.suffix in _REPAIRED_SUFFIXES}
+        wanted = set(changed)
+        for model in self._models(sorted(changed)):
+            for file in model.files:  # in dependency order: a dependent after its imports
+                if set(file.deps) & wanted:
+                    wanted.add(file.path)
+        for path in wanted:
+            self.tried.pop(path, None)
+        self.pending |= wanted
+
+    def after_fill(self, report: FillReport) -> None:
+        """Files the fill refused (not compiling before a hole), and the imports of files
+        it could not build, need a pass unless their text had one."""
+        refused = [
+            f.path.resolve() for f in report.files if f.status is FileStatus.DOES_NOT_COMPILE
+        ]
+        blocked = [f.path for f in report.files if f.status is FileStatus.NOT_BUILT]
+        needed = [f.path for model in self._models(blocked) for f in model.needed_by(blocked)]
+        for path in [*refused, *needed]:
+            if path.suffix in _REPAIRED_SUFFIXES and self.tried.get(path) != _text_digest(path):
+                self.pending.add(path)
+
+    def take(self) -> list[Path]:
+        return sorted(p for p in self.pending if p.exists())
+
+    def done(self, paths: Sequence[Path]) -> None:
+        for path in paths:
+            self.pending.discard(path)
+            self.tried[path] = _text_digest(path)
+
+
+def _text_digest(path: Path) -> str:
+    try:
+        return _digest(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 async def run_background(
     paths: Sequence[Path],
     ledger: Ledger,
@@ -89,8 +170,13 @@ async def run_background(
     *,
     duration: float | None = None,
     on_cycle: Callable[[int, FillReport | None, str], None] | None = None,
+    repair: bool = True,
+    on_repair: Callable[[RepairReport], None] | None = None,
 ) -> BackgroundReport:
-    """Work on ``paths`` until ``duration`` seconds have passed (or forever, until cancelled)."""
+    """Work on ``paths`` until ``duration`` seconds have passed (or forever, until cancelled).
+
+    With ``repair``, each cycle first repairs the broken proofs of the files that
+    need it (see the module's docstring); ``on_repair`` sees each such pass."""
     collect_files(paths)  # fail early on a bad path
     started = time.monotonic()
     deadline = started + duration if duration is not None else None
@@ -100,6 +186,21 @@ async def run_background(
     report = BackgroundReport()
     changes: asyncio.Queue[set[Path]] = asyncio.Queue()
     watcher = asyncio.create_task(_watch(paths, own, changes), name="bg-watch")
+    repairs = _Repairs(options.orch.build)
+
+    async def one_cycle() -> FillReport:
+        todo = repairs.take() if repair else []
+        if todo:
+            repaired = await repair_files(
+                todo, ledger, options, governor=governor, on_write=own.record
+            )
+            repairs.done(todo)
+            report.broken += len(repaired.broken)
+            report.repaired += sum(1 for b in repaired.broken if b.repaired)
+            if on_repair is not None:
+                on_repair(repaired)
+        return await fill(paths, ledger, options, governor=governor, on_write=own.record)
+
     searching = True
     try:
         while deadline is None or time.monotonic() < deadline:
@@ -107,10 +208,7 @@ async def run_background(
             change = asyncio.create_task(changes.get(), name="bg-next-change")
             cycle: asyncio.Task[FillReport] | None = None
             if searching:
-                cycle = asyncio.create_task(
-                    fill(paths, ledger, options, governor=governor, on_write=own.record),
-                    name=f"bg-cycle-{report.cycles + 1}",
-                )
+                cycle = asyncio.create_task(one_cycle(), name=f"bg-cycle-{report.cycles + 1}")
             handled = False
             waiting: set[asyncio.Task[Any]] = {change}
             if cycle is not None:
@@ -122,8 +220,12 @@ async def run_background(
                 fill_report = cycle.result()
                 report.cycles += 1
                 report.proved += fill_report.proved
-                # keep going while this cycle still searched something
-                searching = any(g.tactics_tried > 0 for g in fill_report.goals)
+                if repair:
+                    repairs.after_fill(fill_report)
+                # keep going while this cycle still searched something (or has files to repair)
+                searching = any(g.tactics_tried > 0 for g in fill_report.goals) or bool(
+                    repair and repairs.take()
+                )
                 if on_cycle:
                     on_cycle(
                         report.cycles,
@@ -133,6 +235,7 @@ async def run_background(
             elif change in done:
                 handled = True
                 changed = change.result()
+                repairs.edited(sorted(changed))
                 report.restarts += 1
                 searching = True
                 if on_cycle:
