@@ -55,7 +55,8 @@ def stats_command(
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Summarise the ledger: goals, attempts, proofs, strategies, recent runs."""
+    """Summarise the ledger: goals (broken and repaired proofs included), attempts, proofs,
+    strategies, recent runs."""
     if not path.exists():
         raise fail(f"{path} does not exist", EXIT_BAD_INPUT)
     ledger = open_ledger(db, path)
@@ -140,6 +141,12 @@ def _print_stats(stats: dict[str, Any]) -> None:
             "proved",
             f"{proved - len(modulo)} closed, {len(modulo)} closed modulo holes still open",
         )
+    broken, repaired = goals.get("broken", 0), goals.get("repaired", 0)
+    if broken or repaired:
+        summary.add_row(
+            "broken proofs",
+            f"{broken + repaired} found by orch repair: {repaired} repaired, {broken} still broken",
+        )
     summary.add_row("attempts", str(sum(attempts.values())) if attempts else "none")
     if skipped:
         summary.add_row("skipped", f"{skipped} (strategies that cannot run there; not attempts)")
@@ -157,7 +164,7 @@ def _print_stats(stats: dict[str, Any]) -> None:
         by_status = Table(title="Goals by status", title_justify="left")
         by_status.add_column("status")
         by_status.add_column("goals", justify="right")
-        _counts(by_status, goals, first=("proved",))
+        _counts(by_status, goals, first=("proved", "repaired", "broken"))
         by_outcome = Table(title="Attempts by outcome", title_justify="left")
         by_outcome.add_column("outcome")
         by_outcome.add_column("attempts", justify="right")

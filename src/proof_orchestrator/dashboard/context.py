@@ -48,10 +48,14 @@ class DashboardContext:
 
     def summary(self) -> dict[str, Any]:
         stats = self.ledger.stats()
-        total = sum(stats["goals"].values())
+        # broken proofs (``orch repair``) are not holes: counted apart
+        broken = int(stats["goals"].get("broken", 0))
+        repaired = int(stats["goals"].get("repaired", 0))
+        total = sum(stats["goals"].values()) - broken - repaired
         proved = stats["goals"].get("proved", 0)
         modulo = stats["proved_modulo_holes"]
         return {
+            "repairs": {"broken": broken, "repaired": repaired},
             "holes": {
                 "total": total,
                 "proved": proved,

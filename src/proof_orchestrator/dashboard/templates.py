@@ -40,6 +40,8 @@ _OVERVIEW = """{% extends "base.html" %}
 <span>closed <b id="closed">{{ stats.closed }}</b></span>
 <span title="proved, but resting on other holes still open">modulo holes <b id="modulo">{{ stats.modulo }}</b></span>
 <span>open <b id="open">{{ stats.open }}</b></span>
+<span title="proofs that no longer check (orch repair, orch bg)">broken <b id="broken" class="failed">{{ repairs.broken }}</b></span>
+<span title="broken proofs repaired and verified">repaired <b id="repaired" class="proved">{{ repairs.repaired }}</b></span>
 <span>CPU <b id="cpu">{{ "%.1f"|format(stats.cpu_seconds) }}</b> s</span>
 <span>model spend <b id="llm-cost">${{ "%.4f"|format(stats.llm.cost_usd) }}</b> ({{ stats.llm.tokens_in + stats.llm.tokens_out }} tokens)</span>
 </div>
@@ -48,6 +50,16 @@ _OVERVIEW = """{% extends "base.html" %}
 <h2>Charts</h2>
 <div id="charts">{{ charts.solved|safe }}{{ charts.cpu|safe }}{{ charts.strategy|safe }}{{ charts.cost|safe }}
 {{ charts.memory|safe }}{{ charts.queue|safe }}</div>
+{% if repair_rows %}<h2>Broken proofs</h2>
+{% set still = repair_rows|selectattr("status", "equalto", "broken")|list %}{% set fixed = repair_rows|selectattr("status", "equalto", "repaired")|list %}
+{% if still %}<table id="broken-proofs"><tr><th>lemma</th><th>file</th><th>line</th><th>cause (kind, failing sentence, error)</th><th>old proof</th></tr>
+{% for r in still %}<tr class="broken-row"><td><a href="/goals/{{ r.id }}">{{ r.name }}</a></td><td title="{{ r.file }}">{{ relative(r.file) }}</td><td>{{ r.line }}</td>
+<td class="failed cause">{{ r.cause }}</td><td><code>{{ r.old }}</code></td></tr>{% endfor %}
+</table>{% endif %}
+{% if fixed %}<h3>Repaired</h3><table id="repaired-proofs"><tr><th>lemma</th><th>file</th><th>line</th><th>cause</th><th>old proof</th><th>new proof</th><th>by</th></tr>
+{% for r in fixed %}<tr class="repaired-row"><td><a href="/goals/{{ r.id }}">{{ r.name }}</a></td><td title="{{ r.file }}">{{ relative(r.file) }}</td><td>{{ r.line }}</td>
+<td class="cause">{{ r.cause }}</td><td><code>{{ r.old }}</code></td><td class="proved new"><code>{{ r.new }}</code></td><td>{{ r.strategy }}</td></tr>{% endfor %}
+</table>{% endif %}{% endif %}
 <h2>Files</h2>
 <table id="files"><tr><th>file</th><th>holes</th><th>proved</th><th>open</th></tr>
 {% for f in files %}<tr><td title="{{ f.file }}">{{ relative(f.file) }}</td><td>{{ f.total }}</td><td>{{ f.proved }}</td><td>{{ f.open }}</td></tr>{% endfor %}
@@ -70,6 +82,7 @@ async function refresh() {
   if (!r.ok) return;
   const s = await r.json();
   for (const k of ["total", "proved", "closed", "modulo", "open"]) document.getElementById(k).textContent = s.holes[k];
+  for (const k of ["broken", "repaired"]) document.getElementById(k).textContent = s.repairs[k];
   document.getElementById("cpu").textContent = s.cpu_seconds.toFixed(1);
 }
 setInterval(refresh, 3000);
@@ -175,7 +188,7 @@ if (window.EventSource) {
 _GOALS = """{% extends "base.html" %}{% block body %}
 <form id="filter" method="get">
 status <select name="status" id="status-filter"><option value="">any</option>
-{% for s in ["proved", "open", "failed", "rejected", "error"] %}<option value="{{ s }}" {% if s == status %}selected{% endif %}>{{ s }}</option>{% endfor %}
+{% for s in ["proved", "open", "failed", "rejected", "error", "broken", "repaired"] %}<option value="{{ s }}" {% if s == status %}selected{% endif %}>{{ s }}</option>{% endfor %}
 </select>
 file <input name="file" value="{{ file or '' }}">
 strategy <input name="strategy" value="{{ strategy or '' }}">
@@ -198,7 +211,7 @@ _GOAL = """{% extends "base.html" %}{% block body %}
 <h2>Attempts</h2>
 <table id="attempts"><tr><th>strategy</th><th>outcome</th><th>tactic</th><th>budget s</th><th>CPU s</th><th>wall s</th><th>when</th></tr>
 {% for a in goal.attempts %}<tr class="attempt-{{ a.outcome }}"><td>{{ a.strategy }}</td><td class="{{ a.outcome }}">{{ a.outcome }}</td>
-<td>{% if a.outcome == "skipped" %}<i>cannot run here: {{ a.message }}</i>{% else %}<code>{{ a.tactic }}</code>{% endif %}</td>
+<td>{% if a.outcome == "skipped" %}<i>cannot run here: {{ a.message }}</i>{% elif a.strategy == "detect" %}<i class="cause">{{ a.message }}</i><br>old proof: <code>{{ a.tactic }}</code>{% else %}<code>{{ a.tactic }}</code>{% endif %}</td>
 <td>{{ a.budget_seconds }}</td><td>{{ "%.3f"|format(a.cpu_seconds) }}</td><td>{{ "%.3f"|format(a.wall_seconds) }}</td><td>{{ a.created_at }}</td></tr>{% endfor %}
 </table>{% endblock %}"""
 

@@ -14,6 +14,9 @@ from .store import Ledger
 
 __all__ = ["LedgerReader"]
 
+#: goal statuses of broken proofs (``orch repair``), which are not holes
+_NOT_HOLES = ("broken", "repaired")
+
 
 class LedgerReader:
     """Read-only queries for the dashboard. Opens no transaction that writes."""
@@ -130,14 +133,14 @@ class LedgerReader:
             return int(connection.execute(query).scalar_one())
 
     def open_statements(self) -> list[str]:
-        """The statements of the goals not proved yet (the overview's difficulty chart).
+        """The statements of the holes not proved yet (the overview's difficulty chart).
 
         Only the statement column of those rows: no join, no attempt counts.
         """
         with self.ledger.engine.connect() as connection:
             return list(
                 connection.execute(
-                    select(GoalRow.statement).where(GoalRow.status != "proved")
+                    select(GoalRow.statement).where(GoalRow.status.not_in(("proved", *_NOT_HOLES)))
                 ).scalars()
             )
 
@@ -188,6 +191,52 @@ class LedgerReader:
                 },
             }
 
+    def repairs(self, limit: int = 500) -> list[dict[str, Any]]:
+        """Goals that ``orch repair`` found broken (status ``broken``, or ``repaired`` since),
+        in (file, line) order, at most ``limit``: each with its cause (the message of its
+        newest ``detect`` attempt: the kind of break, the failing sentence, the prover's
+        error), its old proof (that attempt's script) and, once repaired, the new one."""
+        with self.ledger.engine.connect() as connection:
+            goals = connection.execute(
+                select(GoalRow.id, GoalRow.file, GoalRow.name, GoalRow.line, GoalRow.status)
+                .where(GoalRow.status.in_(("broken", "repaired")))
+                .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
+                .limit(limit)
+            ).all()
+            ids = [g.id for g in goals]
+            detected: dict[int, tuple[str, str]] = {}
+            for goal_id, tactic, message in connection.execute(
+                select(Attempt.goal_id, Attempt.tactic, Attempt.message)
+                .where(Attempt.goal_id.in_(ids), Attempt.strategy == "detect")
+                .order_by(Attempt.id)
+            ).all():
+                detected[goal_id] = (tactic, message)
+            proofs: dict[int, tuple[list[str], str]] = {}
+            for goal_id, sentences, strategy in connection.execute(
+                select(Proof.goal_id, Proof.sentences, Proof.strategy)
+                .where(Proof.goal_id.in_(ids))
+                .order_by(Proof.id)
+            ).all():
+                proofs[goal_id] = (sentences, strategy)
+        rows = []
+        for g in goals:
+            old, cause = detected.get(g.id, ("", ""))
+            new, strategy = proofs.get(g.id, ([], "")) if g.status == "repaired" else ([], "")
+            rows.append(
+                {
+                    "id": g.id,
+                    "file": g.file,
+                    "name": g.name,
+                    "line": g.line,
+                    "status": g.status,
+                    "cause": cause,
+                    "old": old,
+                    "new": " ".join(new),
+                    "strategy": strategy,
+                }
+            )
+        return rows
+
     def live(self) -> list[dict[str, Any]]:
         """What running commands are doing now (see :meth:`Ledger.live_runs`)."""
         return self.ledger.live_runs()
@@ -231,9 +280,9 @@ class LedgerReader:
     def files(self) -> list[dict[str, Any]]:
         with self.ledger.engine.connect() as connection:
             rows = connection.execute(
-                select(GoalRow.file, GoalRow.status, func.count()).group_by(
-                    GoalRow.file, GoalRow.status
-                )
+                select(GoalRow.file, GoalRow.status, func.count())
+                .where(GoalRow.status.not_in(_NOT_HOLES))
+                .group_by(GoalRow.file, GoalRow.status)
             ).all()
         per: dict[str, dict[str, int]] = {}
         for file, status, n in rows:

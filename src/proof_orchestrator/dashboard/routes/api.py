@@ -1,4 +1,4 @@
-"""The JSON API: stats, goals (paged), runs and benchmarks, tickets."""
+"""The JSON API: stats, goals (paged), broken proofs, runs and benchmarks, tickets."""
 
 from __future__ import annotations
 
@@ -49,6 +49,13 @@ def api_goal(ctx: Ctx, goal_id: int) -> dict[str, Any]:
     if goal is None:
         raise HTTPException(404, f"no goal {goal_id}")
     return goal
+
+
+@router.get("/api/repairs")
+def api_repairs(ctx: Ctx) -> dict[str, Any]:
+    """Broken proofs (``orch repair``, ``orch bg``): still broken, and repaired, with
+    their cause, their old proof and the new one."""
+    return {**ctx.summary()["repairs"], "proofs": ctx.reader.repairs()}
 
 
 @router.get("/api/runs")

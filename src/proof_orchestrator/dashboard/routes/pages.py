@@ -40,6 +40,8 @@ def overview(ctx: Ctx) -> HTMLResponse:
         "overview.html",
         title="Overview",
         stats={**stats["holes"], "cpu_seconds": stats["cpu_seconds"], "llm": stats["llm"]},
+        repairs=stats["repairs"],
+        repair_rows=ctx.reader.repairs(),
         files=ctx.reader.files(),
         strategies=stats["strategies"],
         charts=overview_charts(ctx.reader, stats["strategies"]),
