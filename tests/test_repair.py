@@ -194,3 +194,80 @@ def test_kill_9_during_a_repair_loses_nothing(tmp_path: Path) -> None:
     process.wait()
     assert path.read_text(encoding="utf-8") == HOPELESS
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".Hopeless")]
+
+
+#: ``symmetric_on`` was made opaque: ``intros`` no longer sees through it
+OPAQUE = """\
+Definition symmetric_on (R : nat -> nat -> Prop) := forall x y, R x y -> R y x.
+Opaque symmetric_on.
+Lemma eq_symmetric : symmetric_on (@eq nat).
+Proof. intros x y H. rewrite H. reflexivity. Qed.
+"""
+
+#: ``below_more``'s premises were swapped; its own proof still introduces the old order
+REORDERED = """\
+Inductive num : Type := zero : num | succ : num -> num.
+Inductive below : num -> num -> Prop :=
+| below_zero : forall n, below zero (succ n)
+| below_succ : forall n m, below n m -> below (succ n) (succ m).
+Lemma below_more : forall n m, m = m -> below n m -> below n (succ m).
+Proof. intros n m H _. induction H; constructor; assumption. Qed.
+"""
+
+
+def test_a_proof_through_an_opaque_definition_is_repaired_locally(tmp_path: Path) -> None:
+    path = tmp_path / "Opaque.v"
+    path.write_text(OPAQUE, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["repaired"], proof
+    assert proof["strategy"] == "repair"
+    # transparent for one sentence only: the file's ``Opaque`` still holds after it
+    assert "with_strategy transparent [symmetric_on]" in proof["new"]
+    assert "Opaque symmetric_on." in path.read_text(encoding="utf-8")
+    assert coqc_ok(path)
+
+
+def test_a_proof_whose_statement_swapped_its_premises_is_repaired(tmp_path: Path) -> None:
+    path = tmp_path / "Reordered.v"
+    path.write_text(REORDERED, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["repaired"], proof
+    assert proof["strategy"] == "repair"
+    assert proof["new"].startswith("intros n m Hrepair0 Hrepair1; revert n m Hrepair1 Hrepair0.")
+    written = path.read_text(encoding="utf-8")
+    assert "Lemma below_more : forall n m, m = m -> below n m -> below n (succ m)." in written
+    assert coqc_ok(path)
+
+
+def test_repair_variants_read_statements_and_drop_refused_names() -> None:
+    from proof_orchestrator.coq.repair import _names_in
+    from proof_orchestrator.coq.strategies.repair_variants import (
+        argument_variants,
+        refused_name,
+        statement_shape,
+        without_names,
+    )
+
+    assert statement_shape("Lemma l (x : t) : forall k l : nat, A -> (B -> C) -> D.") == (
+        ["k", "l"],
+        2,
+    )
+    # ``<->`` is not an arrow; a binder after an arrow ends the premises
+    assert statement_shape("Lemma l : forall a, P a <-> Q a.") == (["a"], 0)
+    assert statement_shape("Lemma l : A -> forall m, B m -> C.") == ([], 1)
+    assert statement_shape("Definition d := 1.") is None
+    assert refused_name("Error: @rtc_ind_l cannot be used as a hint.") == "rtc_ind_l"
+    assert without_names("eauto using a, bad, b.", {"bad"}) == "eauto using a, b."
+    assert without_names("split; [eauto using bad|]; auto.", {"bad"}) == "split; [eauto|]; auto."
+    variants = set(argument_variants("destruct (lem x y) as [].", {"lem"}))
+    assert "destruct (lem x _ y) as []." in variants
+    # constructors are names a repair may use (a ``Hint Constructors`` gone), no ``{x | P}``
+    lemmas, _ = _names_in(
+        "Inductive r : nat -> Prop := | r_zero : r 0 | r_succ n : r n -> r (S n).\n"
+        "Definition s := {x : nat | x = 0}.\nLemma l : True. Proof. exact I. Qed.\n"
+    )
+    assert lemmas == ["r_zero", "r_succ", "l"]

@@ -1,7 +1,7 @@
 """Issue 29's benchmark: break real library code mechanically, then ``orch repair`` it.
 
-usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 10] [--budget 10]
-                                       [--make-only] [--limit N]
+usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 2] [--most 8]
+                                       [--budget 10] [--make-only] [--limit N]
 
 1. **Cases** (seeded, reproducible): files drawn from the Coq stdlib (6) and
    from the Debian library stdpp (2), each with 10 to 80 ``Qed`` proofs; in a
@@ -13,11 +13,13 @@ usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 10] [--budget 10]
    * ``hint_removed``: a ``Hint`` sentence is removed;
    * ``opaque``: ``Opaque D.`` follows a used definition ``D``.
 
-   A case's broken proofs are found independently of orch: each proof that
-   may depend on the change (it names the changed lemma or definition, or,
-   for a hint, uses automation) is compiled alone (the file up to it, every
-   other proof admitted); those that fail are the case's broken proofs. A
-   change that breaks nothing is not a case.
+   At most ``--per-kind`` cases per kind and file. A case's broken proofs are
+   found independently of orch, with ``coqc`` alone: compile the changed copy,
+   read the error's line, admit the ``Qed`` proof around it, compile again.
+   A change that breaks nothing is not a case; nor is one that breaks more
+   than ``--most`` proofs (removing a hint the whole file relies on), or one
+   that breaks a sentence outside any proof (a renamed lemma named in a
+   ``Hint``): those are listed in ``skipped.json`` and in the result.
 2. **Runs**, per case, in the same run: ``orch repair --budget B`` on a copy
    (process-tree CPU), and, on another copy where the broken proofs are
    ``Admitted.`` holes, ``orch fill --budget B --budget-cap B``: the fill
@@ -56,7 +58,6 @@ STDPP = THEORIES.parent / "user-contrib" / "stdpp"
 ORCH = str(ROOT / ".venv/bin/orch")
 KINDS = ("rename", "reorder", "extra_hypothesis", "hint_removed", "opaque")
 STDLIB_FOLDERS = ("Sets", "Relations", "Lists", "Bool", "Arith", "NArith", "Sorting", "Logic")
-_AUTOMATION = re.compile(r"\b(auto|eauto|trivial|intuition|firstorder|easy|info_auto)\b")
 _HINT = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Export)\s+)?Hint\s")
 
 
@@ -164,40 +165,64 @@ def _changes(text: str, kind: str) -> list[tuple[str, str, int]]:
 
 
 def _compiles(text: str, folder: Path, name: str) -> bool:
+    return _coqc(text, folder, name)[0]
+
+
+def _coqc(text: str, folder: Path, name: str) -> tuple[bool, str]:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / name).write_text(text, encoding="utf-8")
-    run = subprocess.run(["coqc", "-q", name], cwd=folder, capture_output=True, timeout=300)
-    return run.returncode == 0
+    run = subprocess.run(
+        ["coqc", "-q", name], cwd=folder, capture_output=True, text=True, timeout=300
+    )
+    return run.returncode == 0, run.stdout + run.stderr
 
 
-def _broken_proofs(
-    text: str, name: str, changed: str, since: int, kind: str, scratch: Path
-) -> list[str]:
-    """The proofs that fail once the change is made, each compiled alone."""
-    proofs = list(iter_proofs(split_sentences(text)))
-    broken = []
-    for index, proof in enumerate(proofs):
-        if proof.ending != "Qed" or proof.proof[-1].end <= since:
-            continue
-        body = " ".join(s.code for s in proof.proof)
-        if kind == "hint_removed":
-            if not _AUTOMATION.search(body):
-                continue
-        elif not (_uses(body, changed) or _uses(proof.statement.code, changed)):
-            continue
-        # the file up to this proof, every other proof admitted
-        pieces, cursor = [], 0
-        for other in proofs[:index]:
-            if other.ending == "Qed":
-                pieces += [text[cursor : other.proof[0].start], "Admitted."]
-                cursor = other.proof[-1].end
-        pieces.append(text[cursor : proof.proof[-1].end])
-        if not _compiles("".join(pieces) + "\n", scratch, name):
-            broken.append(proof.name)
-    return broken
+_ERROR_AT = re.compile(r'File "[^"]*", line (\d+), characters (\d+)-')
 
 
-def make_cases(seed: int, per_kind: int, work: Path) -> list[dict[str, Any]]:
+def _admitting(text: str, names: set[str]) -> str:
+    """``text`` with the ``Qed`` proofs of ``names`` admitted."""
+    pieces, cursor = [], 0
+    for proof in iter_proofs(split_sentences(text)):
+        if proof.name in names and proof.ending == "Qed":
+            pieces += [text[cursor : proof.proof[0].start], "Admitted."]
+            cursor = proof.proof[-1].end
+    return "".join(pieces) + text[cursor:]
+
+
+def _broken_proofs(text: str, name: str, scratch: Path, most: int) -> tuple[list[str], str] | None:
+    """The proofs that fail once the change is made, found with ``coqc`` alone: compile,
+    read the error's line, admit the ``Qed`` proof around it, again; an error outside any
+    proof ends the search (it is returned as the second item). None: more than ``most``
+    proofs fail, a change too wide to be one case."""
+    broken: list[str] = []
+    while True:
+        current = _admitting(text, set(broken))
+        ok, output = _coqc(current, scratch, name)
+        if ok:
+            return broken, ""
+        located = _ERROR_AT.search(output)
+        if located is None:
+            return broken, output.strip()[:300]
+        lines = current.splitlines(keepends=True)
+        offset = sum(len(line.encode()) for line in lines[: int(located.group(1)) - 1])
+        offset = len(current.encode()[: offset + int(located.group(2))].decode(errors="ignore"))
+        around = [
+            proof
+            for proof in iter_proofs(split_sentences(current))
+            if proof.proof and proof.proof[0].start <= offset < proof.proof[-1].end
+        ]
+        if not around or around[0].ending != "Qed" or around[0].name in broken:
+            return broken, output.strip()[:300]
+        broken.append(around[0].name)
+        if len(broken) > most:
+            return None
+
+
+def make_cases(
+    seed: int, per_kind: int, most: int, work: Path, skipped: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The cases; the changes left out, and why, are appended to ``skipped``."""
     cases: list[dict[str, Any]] = []
     rng = random.Random(seed)
     scratch = work / "scratch"
@@ -209,10 +234,32 @@ def make_cases(seed: int, per_kind: int, work: Path) -> list[dict[str, Any]]:
             options = _changes(text, kind)
             rng.shuffle(options)
             taken = 0
-            for changed_text, changed, since in options:
+            for changed_text, changed, _ in options:
                 if taken >= per_kind:
                     break
-                broken = _broken_proofs(changed_text, source.name, changed, since, kind, scratch)
+                found = _broken_proofs(changed_text, source.name, scratch, most)
+                if found is None:
+                    skipped.append(
+                        {
+                            "file": source.name,
+                            "kind": kind,
+                            "changed": changed,
+                            "why": f"breaks more than {most} proofs",
+                        }
+                    )
+                    continue
+                broken, outside = found
+                if outside:
+                    skipped.append(
+                        {
+                            "file": source.name,
+                            "kind": kind,
+                            "changed": changed,
+                            "why": f"breaks a sentence outside any proof ({broken} "
+                            f"before it): {outside.splitlines()[-1]}",
+                        }
+                    )
+                    continue
                 if not broken:
                     continue
                 taken += 1
@@ -313,7 +360,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("work", type=Path)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-kind", type=int, default=10)
+    ap.add_argument("--per-kind", type=int, default=2, help="cases per kind and file")
+    ap.add_argument(
+        "--most", type=int, default=8, help="a change that breaks more proofs is not a case"
+    )
     ap.add_argument("--budget", type=float, default=10.0)
     ap.add_argument("--make-only", action="store_true")
     ap.add_argument("--limit", type=int)
@@ -324,8 +374,10 @@ def main() -> int:
         cases = json.loads(listing.read_text())
     else:
         work.mkdir(parents=True, exist_ok=True)
-        cases = make_cases(a.seed, a.per_kind, work)
+        skipped: list[dict[str, Any]] = []
+        cases = make_cases(a.seed, a.per_kind, a.most, work, skipped)
         listing.write_text(json.dumps(cases, indent=1))
+        (work / "skipped.json").write_text(json.dumps(skipped, indent=1))
     total = sum(len(c["broken"]) for c in cases)
     print(f"{len(cases)} cases, {total} broken proofs", flush=True)
     if a.make_only:
@@ -356,6 +408,9 @@ def main() -> int:
         "seed": a.seed,
         "budget": a.budget,
         "files": sorted({r["source"] for r in rows}),
+        "changes_skipped": json.loads((work / "skipped.json").read_text())
+        if (work / "skipped.json").exists()
+        else [],
         "per_kind": per_kind,
         "broken": broken,
         "repaired": repaired,

@@ -28,7 +28,9 @@ from .options import BudgetOpt, CpuTarget, Profile, TacticTimeout
 
 
 def repair_command(
-    paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
+    paths: Annotated[
+        list[Path], typer.Argument(help=".v or .lean files, directories or _CoqProject files")
+    ],
     admit_broken: Annotated[
         bool,
         typer.Option(
@@ -68,9 +70,9 @@ def repair_command(
     """Find the proofs an edit or an upgrade broke, repair them from the old proof, and
     write each repair once the whole file verifies (statements are never changed)."""
     check_inputs(paths)
-    coq_files = [p for p in collect_files(paths) if p.suffix == ".v"]
-    if not coq_files:
-        raise fail("no .v files to repair (orch repair works on Coq files)", 2)
+    sources = [p for p in collect_files(paths) if p.suffix in (".v", ".lean")]
+    if not sources:
+        raise fail("no .v or .lean files to repair", 2)
     repo: GitRepo | None = None
     if git:
         if git_per not in ("file", "proof", "run"):
@@ -85,7 +87,7 @@ def repair_command(
     options = fill_options(settings, dry_run=dry_run or git)
     ledger = open_ledger(db, paths[0])
     report = run_on_ledger(
-        repair_files(coq_files, ledger, options, admit_broken=admit_broken), ledger
+        repair_files(sources, ledger, options, admit_broken=admit_broken), ledger
     )
     branches: list[ProofBranch] = []
     if repo is not None and not dry_run:

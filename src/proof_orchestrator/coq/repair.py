@@ -18,6 +18,7 @@ from pathlib import Path
 from .broken import BrokenProof, Detection, find_broken
 from .holes import iter_proofs
 from .strategies.repair import RepairStrategy
+from .strategies.repair_variants import opaque_names
 from .syntax import split_sentences
 
 __all__ = ["CoqRepair", "scope_names"]
@@ -31,26 +32,61 @@ _NOT_SOURCES = frozenset({".orch", "_build", "_opam", ".git", "node_modules"})
 _MAX_FILES = 400
 
 
+_INDUCTIVE = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)?(?:Local\s+)?(?:Co)?Inductive\s|^\s*Variant\s")
+_CONSTRUCTOR = re.compile(r"\s*([A-Za-z_][\w']*)")
+
+
+def _constructors(inductive: str) -> list[str]:
+    """The constructor names of an ``Inductive`` sentence: the first word of each
+    ``|``-separated piece after ``:=``, outside brackets (not ``{x | P x}``)."""
+    body = inductive.partition(":=")[2]
+    pieces, depth, start = [], 0, 0
+    for i, c in enumerate(body):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "|" and depth == 0:
+            pieces.append(body[start:i])
+            start = i + 1
+    pieces.append(body[start:])
+    found = (_CONSTRUCTOR.match(piece) for piece in pieces)
+    return [m.group(1) for m in found if m is not None]
+
+
 def _names_in(text: str) -> tuple[list[str], list[str]]:
-    lemmas = [p.name for p in iter_proofs(split_sentences(text))]
-    return lemmas, _DEFINITION.findall(text)
+    """(constructor and lemma names, definition names) declared in ``text``: what a
+    repaired proof may name (``eauto using`` the constructors where a ``Hint
+    Constructors`` went away: they come first, being few)."""
+    sentences = split_sentences(text)
+    constructors = [
+        name
+        for sentence in sentences
+        if _INDUCTIVE.match(sentence.code)
+        for name in _constructors(sentence.code)
+    ]
+    return constructors + [p.name for p in iter_proofs(sentences)], _DEFINITION.findall(text)
 
 
-def scope_names(root: Path | None, text: str) -> tuple[list[str], list[str]]:
-    """(lemma names, definition names) of ``text`` and of the ``.v`` files under ``root``,
-    the file's own first."""
+def scope_names(
+    root: Path | None, text: str, skip: Path | None = None
+) -> tuple[list[str], list[str]]:
+    """(lemma names, definition names) of ``text`` and of the ``.v`` files under ``root``
+    (but ``skip``), ``text``'s first."""
     lemmas, definitions = _names_in(text)
     if root is None or not root.is_dir():
         return lemmas, definitions
+    skipped = skip.resolve() if skip is not None else None
     read = 0
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if d not in _NOT_SOURCES)
         for name in sorted(names):
             if not name.endswith(".v") or read >= _MAX_FILES:
                 continue
+            source = Path(folder) / name
+            if skipped is not None and source.resolve() == skipped:
+                continue
             read += 1
             try:
-                other = (Path(folder) / name).read_text(encoding="utf-8", errors="replace")
+                other = source.read_text(encoding="utf-8", errors="replace")
             except OSError:
                 continue
             more_lemmas, more_definitions = _names_in(other)
@@ -70,9 +106,17 @@ class CoqRepair:
 
     @staticmethod
     def strategy(broken: BrokenProof, text: str, root: Path | None) -> RepairStrategy:
-        lemmas, definitions = scope_names(root, text)
+        # the file's names declared before the proof (a later one is not in scope
+        # yet, and one unknown name fails a whole ``eauto using``), then the project's
+        before = text[: broken.hole.statement_start]
+        lemmas, definitions = scope_names(root, before, skip=broken.hole.goal.file)
         own = broken.hole.goal.name
-        return RepairStrategy(broken, [n for n in lemmas if n != own], definitions)
+        return RepairStrategy(
+            broken,
+            [n for n in lemmas if n != own],
+            definitions,
+            opaque_names(text, broken.error),
+        )
 
     @staticmethod
     def written_text(

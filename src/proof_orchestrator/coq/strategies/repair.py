@@ -32,6 +32,13 @@ from ...provers.base import ProofState, TacticStatus
 from ...strategies.base import StrategyResult
 from ..broken import BrokenProof
 from ..session import CoqSession
+from .repair_variants import (
+    argument_variants,
+    refused_name,
+    reintroductions,
+    sentence_variants,
+    without_names,
+)
 
 __all__ = ["RepairStrategy", "unknown_reference"]
 
@@ -54,6 +61,8 @@ _CLOSERS = (
 )
 #: the most candidate names tried for an unknown reference
 _NAME_CANDIDATES = 8
+#: how many times a script is run again without a name Coq refused in its ``using``
+_REFUSED_RETRIES = 4
 #: the most lemmas handed to ``eauto using``
 _USING = 12
 
@@ -66,31 +75,6 @@ def unknown_reference(error: str) -> str | None:
 
 def _replace_name(sentence: str, old: str, new: str) -> str:
     return re.sub(rf"(?<![\w'.]){re.escape(old)}(?![\w'])", new, sentence)
-
-
-def _variants(sentence: str, unfold: Sequence[str], using: str) -> Iterator[str]:
-    """Forms of one sentence that survive the usual changes to what it relies on."""
-    body = sentence.rstrip().removesuffix(".")
-    if not body or body in ("-", "+", "*", "{", "}") or body.startswith(("-", "+", "*", "{")):
-        return
-    yield f"simpl in *; {body}."
-    yield f"cbn in *; {body}."
-    for name in unfold:
-        yield f"unfold {name} in *; {body}."
-    eager = re.sub(r"\bapply\b", "eapply", body)
-    eager = re.sub(r"\bauto\b", "eauto", eager)
-    if eager != body:
-        yield f"{eager}; eauto."
-    # a lemma applied to explicit arguments whose order or number changed
-    bare = re.sub(r"\b(e?apply|exact)\s+\(\s*([\w'.]+)[^()]*\)", r"eapply \2", body)
-    if bare != body:
-        yield f"{bare}; eauto."
-    yield f"{body}; eauto."
-    yield f"{body}; auto with *."
-    if using:
-        yield f"{body}; eauto using {using}."
-        if re.search(r"\b(e?auto|trivial|easy)\b", body):
-            yield re.sub(r"\b(e?auto|trivial|easy)\b", f"eauto using {using}", body) + "."
 
 
 class RepairStrategy:
@@ -107,12 +91,17 @@ class RepairStrategy:
         broken: BrokenProof,
         names: Sequence[str] = (),
         definitions: Sequence[str] = (),
+        opaque: Iterable[str] = (),
     ) -> None:
         self.broken = broken
         #: lemma names in scope (the file's, the project's): replacements and ``using``
         self.names = tuple(dict.fromkeys(names))
         #: definitions of the file and the project (``unfold`` candidates)
         self.definitions = frozenset(definitions)
+        #: constants made ``Opaque`` (``unfold`` refuses them; ``cbv delta`` does not)
+        self.opaque = frozenset(opaque)
+        #: names Coq refused in a ``using`` list (not in scope, not usable as a hint)
+        self._refused: set[str] = set()
 
     def _renamed(self) -> list[tuple[str, ...]]:
         missing = unknown_reference(self.broken.error)
@@ -146,7 +135,8 @@ class RepairStrategy:
         return ", ".join(list(dict.fromkeys([*named, *ranked]))[:_USING])
 
     def _unfold(self, goal_text: str) -> list[str]:
-        return [n for n in dict.fromkeys(_IDENT.findall(goal_text)) if n in self.definitions]
+        named = [n for n in dict.fromkeys(_IDENT.findall(goal_text)) if n in self.definitions]
+        return list(dict.fromkeys([*named, *sorted(self.opaque)]))
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         started = time.monotonic()
@@ -164,11 +154,25 @@ class RepairStrategy:
                 outcome, script, tried, spent(), time.monotonic() - started, message
             )
 
-        async def closes(script: Sequence[str], state: ProofState) -> bool:
+        async def closes(script: Sequence[str], state: ProofState) -> tuple[str, ...] | None:
+            """The script as it closed the goal (without names Coq refused in a
+            ``using`` list), or None."""
             nonlocal tried
-            tried += 1
-            done = await session.run_script(script, state, timeout=seconds)
-            return done.status is TacticStatus.COMPLETE
+            script = tuple(without_names(s, self._refused) for s in script)
+            for _ in range(_REFUSED_RETRIES):
+                tried += 1
+                done = await session.run_script(script, state, timeout=seconds)
+                if done.status is TacticStatus.COMPLETE:
+                    return script
+                refused = refused_name(done.message)
+                if refused is None or refused in self._refused:
+                    return None
+                self._refused.add(refused)
+                shorter = tuple(without_names(s, self._refused) for s in script)
+                if shorter == script:
+                    return None
+                script = shorter
+            return None
 
         def candidates_from(
             prefix: tuple[str, ...], variants: Iterable[str], rest: tuple[str, ...]
@@ -183,8 +187,8 @@ class RepairStrategy:
         for script in self._renamed():
             if spent() >= budget.cpu_seconds:
                 return result(Outcome.TIMEOUT)
-            if await closes(script, root):
-                return result(Outcome.CANDIDATE, script)
+            if (closed := await closes(script, root)) is not None:
+                return result(Outcome.CANDIDATE, closed)
         prefix = broken.script[: broken.failing_index]
         rest = broken.script[broken.failing_index + 1 :]
         state = root
@@ -199,23 +203,39 @@ class RepairStrategy:
         using = self._using(goal_text)
         failing = broken.failing if broken.failing_index < len(broken.script) else ""
         # where it broke: the failing sentence in variants, then closers there
-        local = list(candidates_from((), _variants(failing, self._unfold(goal_text), using), rest))
+        opaque = self.opaque
+        local = list(
+            candidates_from(
+                (), sentence_variants(failing, self._unfold(goal_text), using, opaque), rest
+            )
+        )
         local += [(f"{c}.",) for c in _CLOSERS] + [(f"eauto using {using}.",)] * bool(using)
         for tail in dict.fromkeys(local):
             if spent() >= budget.cpu_seconds:
                 return result(Outcome.TIMEOUT)
-            if await closes(tail, state):
-                return result(Outcome.CANDIDATE, (*prefix, *tail))
+            if (closed := await closes(tail, state)) is not None:
+                return result(Outcome.CANDIDATE, (*prefix, *closed))
+        # the statement changed under its own proof: its premises in the old order
+        for reintroduced in reintroductions(goal.statement):
+            if spent() >= budget.cpu_seconds:
+                return result(Outcome.TIMEOUT)
+            if (closed := await closes((reintroduced, *broken.script), root)) is not None:
+                return result(Outcome.CANDIDATE, closed)
         # the whole script, each sentence in turn given its variants
+        unfold = self._unfold(goal.statement)
+        lemmas = frozenset(self.names)
         for index, sentence in enumerate(broken.script):
-            if index == broken.failing_index:
-                continue
             head, tail = broken.script[:index], broken.script[index + 1 :]
-            for variant in _variants(sentence, (), using):
+            variants = [
+                *argument_variants(sentence, lemmas),
+                *(() if index == broken.failing_index else
+                  sentence_variants(sentence, unfold, using, opaque)),
+            ]  # fmt: skip
+            for variant in dict.fromkeys(variants):
                 if spent() >= budget.cpu_seconds:
                     return result(Outcome.TIMEOUT)
-                if await closes((*head, variant, *tail), root):
-                    return result(Outcome.CANDIDATE, (*head, variant, *tail))
+                if (closed := await closes((*head, variant, *tail), root)) is not None:
+                    return result(Outcome.CANDIDATE, closed)
         return result(
             Outcome.FAILED, message=f"no variant of the old proof closes it ({tried} tried)"
         )
