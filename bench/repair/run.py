@@ -1,6 +1,6 @@
 """Issue 29's benchmark: break real library code mechanically, then ``orch repair`` it.
 
-usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 2] [--most 8]
+usage: python bench/repair/run.py WORK [--seed 0] [--per-kind 4] [--most 8]
                                        [--budget 10] [--make-only] [--limit N]
 
 1. **Cases** (seeded, reproducible): files drawn from the Coq stdlib (6) and
@@ -360,7 +360,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("work", type=Path)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--per-kind", type=int, default=2, help="cases per kind and file")
+    ap.add_argument("--per-kind", type=int, default=4, help="cases per kind and file")
     ap.add_argument(
         "--most", type=int, default=8, help="a change that breaks more proofs is not a case"
     )
