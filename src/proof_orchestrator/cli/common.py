@@ -21,6 +21,7 @@ from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
 from ..provers.process import resolve
 from ..run.pipeline import FileReport, FileStatus, FillOptions, collect_files
+from ..workflows.gitops import GitError, GitRepo
 
 console = Console(stderr=True)
 out = Console()
@@ -71,6 +72,16 @@ def run_on_ledger(coro: Coroutine[Any, Any, T], ledger: Ledger) -> T:
         raise fail(str(exc)) from exc
     finally:
         ledger.close()
+
+
+def ready_repo(anchor: Path, allow_dirty: bool) -> GitRepo:
+    """The git repository holding ``anchor``, checked ready for ``--git`` (exit 2 if not)."""
+    try:
+        repo = GitRepo(anchor.resolve())
+        repo.check_ready(allow_dirty)
+    except GitError as exc:
+        raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    return repo
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

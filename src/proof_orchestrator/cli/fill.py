@@ -31,9 +31,11 @@ from .common import (
     load_command_settings,
     open_ledger,
     out,
+    ready_repo,
     run_command,
 )
 from .options import (
+    AllowDirty,
     AllowImport,
     BanditOpt,
     BudgetCap,
@@ -48,6 +50,7 @@ from .options import (
     Portfolio,
     Profile,
     ProverMemory,
+    PushOpt,
     RayAddress,
     Seed,
     StrictHoles,
@@ -150,12 +153,8 @@ def fill_command(
     git_per: Annotated[
         str, typer.Option(help="with --git: a branch per 'proof' or one per 'run'")
     ] = "proof",
-    push: Annotated[
-        bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
-    ] = False,
-    allow_dirty: Annotated[
-        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
-    ] = False,
+    push: PushOpt = False,
+    allow_dirty: AllowDirty = False,
     blueprint: Annotated[
         Path | None,
         typer.Option(help="a blueprint content.tex: goals on its critical path go first"),
@@ -197,11 +196,7 @@ def fill_command(
     if git:
         if git_per not in ("proof", "run"):
             raise fail("--git-per must be 'proof' or 'run'", EXIT_BAD_INPUT)
-        try:
-            repo = GitRepo(paths[0].resolve())
-            repo.check_ready(allow_dirty)
-        except GitError as exc:
-            raise fail(str(exc), EXIT_BAD_INPUT) from exc
+        repo = ready_repo(paths[0], allow_dirty)
     settings = load_command_settings(paths[0], locals())
     # with --git the proofs go to branches: the files in the working tree stay as they are
     weights: dict[str, float] = {}

@@ -81,3 +81,9 @@ BuildCommand = Annotated[
     ),
 ]
 LedgerOpt = Annotated[str | None, typer.Option("--db", help="ledger URL or SQLite path")]
+PushOpt = Annotated[
+    bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
+]
+AllowDirty = Annotated[
+    bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
+]

@@ -22,9 +22,10 @@ from .common import (
     load_command_settings,
     open_ledger,
     out,
+    ready_repo,
     run_on_ledger,
 )
-from .options import BudgetOpt, CpuTarget, Profile, TacticTimeout
+from .options import AllowDirty, BudgetOpt, CpuTarget, Profile, PushOpt, TacticTimeout
 
 
 def repair_command(
@@ -54,12 +55,8 @@ def repair_command(
     git_per: Annotated[
         str, typer.Option(help="with --git: a branch per 'file', per 'proof' or one per 'run'")
     ] = "file",
-    push: Annotated[
-        bool, typer.Option("--push", help="with --git: push the branches and open pull requests")
-    ] = False,
-    allow_dirty: Annotated[
-        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
-    ] = False,
+    push: PushOpt = False,
+    allow_dirty: AllowDirty = False,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
     budget: BudgetOpt = None,
@@ -77,11 +74,7 @@ def repair_command(
     if git:
         if git_per not in ("file", "proof", "run"):
             raise fail("--git-per must be 'file', 'proof' or 'run'", EXIT_BAD_INPUT)
-        try:
-            repo = GitRepo(paths[0].resolve())
-            repo.check_ready(allow_dirty)
-        except GitError as exc:
-            raise fail(str(exc), EXIT_BAD_INPUT) from exc
+        repo = ready_repo(paths[0], allow_dirty)
     settings = load_command_settings(paths[0], locals())
     # with --git the repairs go to branches: the files in the working tree stay as they are
     options = fill_options(settings, dry_run=dry_run or git)

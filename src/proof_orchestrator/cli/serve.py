@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from ..workflows.gitops import GitError, GitRepo
+from ..workflows.gitops import GitRepo
 from .common import (
     EXIT_BAD_INPUT,
     console,
@@ -17,8 +17,10 @@ from .common import (
     fill_options,
     load_command_settings,
     open_ledger,
+    ready_repo,
 )
 from .options import (
+    AllowDirty,
     AllowImport,
     BudgetOpt,
     CpuTarget,
@@ -80,9 +82,7 @@ def mcp_command(
     git: Annotated[
         bool, typer.Option("--git", help="verified proofs go to branches, files stay unchanged")
     ] = False,
-    allow_dirty: Annotated[
-        bool, typer.Option("--allow-dirty", help="with --git: run on a tree with changes")
-    ] = False,
+    allow_dirty: AllowDirty = False,
     cpu_target: CpuTarget = None,
     profile: Profile = None,
     budget: BudgetOpt = None,
@@ -109,11 +109,7 @@ def mcp_command(
     settings = load_command_settings(project, locals())
     repo: GitRepo | None = None
     if git:
-        try:
-            repo = GitRepo(project.resolve())
-            repo.check_ready(allow_dirty)
-        except GitError as exc:
-            raise fail(str(exc), EXIT_BAD_INPUT) from exc
+        repo = ready_repo(project, allow_dirty)
     ledger = open_ledger(db, project)
     server = build_server(AgentService(project, ledger, fill_options(settings), git=repo))
     try:

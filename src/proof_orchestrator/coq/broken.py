@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..goals import BreakKind, HoleKind
+from ..strategies.repairing import classify_error
 from .holes import CoqHole, DeclaredProof, iter_proofs, proof_hole
 from .syntax import sentence_keyword, split_sentences
 
@@ -68,10 +69,7 @@ _KINDS: tuple[tuple[BreakKind, re.Pattern[str]], ...] = (
 
 def classify(error: str) -> BreakKind:
     """The kind of a broken proof's error (``TACTIC_FAILURE`` when no other fits)."""
-    for kind, pattern in _KINDS:
-        if pattern.search(error):
-            return kind
-    return BreakKind.TACTIC_FAILURE
+    return classify_error(error, _KINDS)
 
 
 def error_offset(text: str, output: str) -> tuple[int, str] | None:

@@ -15,6 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
+from ..strategies.repairing import apply_edits
 from .broken import BrokenProof, Detection, find_broken
 from .holes import iter_proofs
 from .strategies.repair import RepairStrategy
@@ -145,6 +146,4 @@ class CoqRepair:
                         f"{hole.proof_opener}\n{hole.indent}  {note}\n{hole.indent}Admitted.",
                     )
                 )
-        for start, end, replacement in sorted(edits, reverse=True):
-            base = base[:start] + replacement + base[end:]
-        return base
+        return apply_edits(base, edits)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..goals import BreakKind, HoleKind
+from ..strategies.repairing import classify_error
 from .holes import Command, LeanHole, Token, commands, scan_lean_text
 from .repl import CommandReply, LeanMessage, Position
 
@@ -84,10 +85,7 @@ _KINDS: tuple[tuple[BreakKind, re.Pattern[str]], ...] = (
 
 def classify(error: str) -> BreakKind:
     """The kind of a broken proof's error (``TACTIC_FAILURE`` when no other fits)."""
-    for kind, pattern in _KINDS:
-        if pattern.search(error):
-            return kind
-    return BreakKind.TACTIC_FAILURE
+    return classify_error(error, _KINDS)
 
 
 def offset_of(text: str, start: int, pos: Position | None) -> int:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from ..errors import SourceSyntaxError
+from ..strategies.repairing import apply_edits
 from .broken import BrokenProof, Detection, find_broken
 from .holes import commands, declarations
 from .repl import CommandReply
@@ -146,6 +147,4 @@ class LeanRepair:
                 if base[start - 1 : start] == " ":
                     start -= 1
                 edits.append((start, end, f"\n{pad}/- orch repair: {why} -/\n{pad}sorry"))
-        for start, end, replacement in sorted(edits, reverse=True):
-            base = base[:start] + replacement + base[end:]
-        return base
+        return apply_edits(base, edits)

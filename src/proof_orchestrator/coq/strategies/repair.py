@@ -22,7 +22,6 @@ axiom audit decide. The statement is never touched.
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -30,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...strategies.base import StrategyResult
+from ...strategies.repairing import similar_names
 from ..broken import BrokenProof
 from ..session import CoqSession
 from .repair_variants import (
@@ -107,19 +107,9 @@ class RepairStrategy:
         missing = unknown_reference(self.broken.error)
         if missing is None:
             return []
-        short = missing.rsplit(".", 1)[-1]
-        ranked = sorted(
-            (n for n in self.names if n != missing and n != short),
-            key=lambda n: -difflib.SequenceMatcher(None, short, n.rsplit(".", 1)[-1]).ratio(),
-        )
-        close = [
-            n
-            for n in ranked
-            if difflib.SequenceMatcher(None, short, n.rsplit(".", 1)[-1]).ratio() >= 0.5
-        ]
         return [
             tuple(_replace_name(s, missing, new) for s in self.broken.script)
-            for new in close[:_NAME_CANDIDATES]
+            for new in similar_names(missing, self.names, _NAME_CANDIDATES)
         ]
 
     def _using(self, goal_text: str) -> str:

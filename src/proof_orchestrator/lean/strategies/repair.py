@@ -25,7 +25,6 @@ goal, reads their suggestions.
 
 from __future__ import annotations
 
-import difflib
 import re
 import time
 from collections.abc import Iterator, Sequence
@@ -33,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...strategies.base import StrategyResult
+from ...strategies.repairing import similar_names
 from ..broken import BrokenProof, relative_sentence
 from ..session import LeanSession
 
@@ -104,18 +104,9 @@ class LeanRepairStrategy:
         missing = unknown_identifier(self.broken.error)
         if missing is None:
             return []
-        short = missing.rsplit(".", 1)[-1]
-
-        def likeness(name: str) -> float:
-            return difflib.SequenceMatcher(None, short, name.rsplit(".", 1)[-1]).ratio()
-
-        close = sorted(
-            (n for n in self.names if n not in (missing, short) and likeness(n) >= 0.5),
-            key=lambda n: -likeness(n),
-        )
         return [
             tuple(_replace_name(s, missing, new) for s in self.broken.script)
-            for new in close[:_NAME_CANDIDATES]
+            for new in similar_names(missing, self.names, _NAME_CANDIDATES)
         ]
 
     def _output(self, script: Sequence[str]) -> tuple[str, ...]:
