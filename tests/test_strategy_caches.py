@@ -160,3 +160,25 @@ def test_library_premises_are_kept_on_disk_until_the_source_changes(
     retrieval._module_premises.cache_clear()
     assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["kept_one", "kept_two"]
     retrieval._module_premises.cache_clear()
+
+
+async def test_knn_model_of_a_broken_proof_learns_its_old_steps_until_one_fails(
+    tmp_path: Path,
+) -> None:
+    from dataclasses import replace
+
+    second = _holes(tmp_path / "B.v")["second_lemma"]
+    old = ("intros n.", "rewrite no_such_lemma.", "reflexivity.")
+    broken = replace(second, goal=replace(second.goal, old_script=old))
+    models = FileModels()
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(broken.goal, ORDERED, broken.prefix_end) as session:
+            model = await models.model_for(session)
+        async with prover.session(second.goal, ORDERED, second.prefix_end) as session:
+            plain = await models.model_for(session)
+    finally:
+        await prover.aclose()
+    # first_lemma's steps, then the old script's up to the step that no longer runs
+    assert [tactic for _, tactic in model.pairs] == ["intros n.", "reflexivity.", "intros n."]
+    assert [tactic for _, tactic in plain.pairs] == ["intros n.", "reflexivity."]

@@ -153,6 +153,9 @@ class Goal:
     language: str = "coq"
     #: enclosing ``Module``/``Section`` names, outermost first
     scope: tuple[tuple[str, str], ...] = field(default=())
+    #: a broken proof's script as it was before it broke (``orch repair``): evidence
+    #: for the strategies (the k-NN model learns its steps), never trusted as a proof
+    old_script: tuple[str, ...] = field(default=())
 
     @property
     def qualified_name(self) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..goals import BreakKind, HoleKind
@@ -186,5 +186,7 @@ async def find_broken(
         failing, message, kind = found[ordinal]
         hole, _ = proof_hole(path, current, standins[ordinal], HoleKind.BROKEN)
         original, script = proof_hole(path, text, originals[ordinal], HoleKind.BROKEN)
+        # the strategies on the stand-in's hole see the old script as evidence
+        hole = replace(hole, goal=replace(hole.goal, old_script=script))
         detection.broken.append(BrokenProof(hole, original, script, failing, message, kind))
     return detection

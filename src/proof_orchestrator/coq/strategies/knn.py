@@ -7,6 +7,10 @@ stored states, by cosine similarity of cheap features: the identifiers of
 the conclusion and of the hypotheses (kept apart), the conclusion's head and
 shape, and identifier bigrams of the conclusion, hashed into integers.
 
+A broken proof's old script (``orch repair``; ``Goal.old_script``) is
+replayed from its goal until a step fails, and its steps join the model for
+that goal: the states the repair passes through are near the old ones.
+
 Position-faithful by construction: :class:`FileModels` mines a file's proofs
 from the sentences a session has loaded, that is, only the lemmas *before*
 the hole; the hidden proof and everything after it are never seen. No torch:
@@ -85,7 +89,9 @@ class FileModels:
         self._seed = [(features(s), script[0]) for s, script in proved if script]
         #: file -> proof name -> its mined (features, tactic) pairs
         self._mined: dict[str, dict[str, list[tuple[dict[int, float], str]]]] = {}
-        self._models: OrderedDict[tuple[str, tuple[str, ...]], TacticModel] = OrderedDict()
+        self._models: OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...]], TacticModel] = (
+            OrderedDict()
+        )
         self.size = size
         #: CPU seconds spent replaying proofs to mine them
         self.cpu_seconds = 0.0
@@ -96,7 +102,7 @@ class FileModels:
     async def model_for(self, session: CoqSession, *, max_new: int = 400) -> TacticModel:
         """The model at ``session``'s hole: the seed and every proof before the hole, mined."""
         file, prefix = str(session.goal.file), tuple(session.prefix)
-        key = (file, prefix)
+        key = (file, prefix, session.goal.old_script)
         cached = self._models.get(key)
         if cached is not None:
             self.reused += 1
@@ -111,12 +117,29 @@ class FileModels:
         model = TacticModel(list(self._seed))
         for proof in proofs:
             model.pairs += mined.get(proof.name, ())
+        if session.goal.old_script:
+            # a broken proof: its old steps, as far as they still run, are the nearest
+            # evidence there is for the states the repair goes through
+            model.pairs += await self._old_steps(session)
         self.built += 1
         if len(fresh) <= max_new:  # complete: later calls at this prefix reuse it
             self._models[key] = model
             while len(self._models) > self.size:
                 self._models.popitem(last=False)
         return model
+
+    async def _old_steps(self, session: CoqSession) -> list[tuple[dict[int, float], str]]:
+        """The (state, tactic) pairs of the broken goal's old script, replayed from the
+        goal's root until a step fails."""
+        pairs: list[tuple[dict[int, float], str]] = []
+        before = session.cpu_seconds()
+        try:
+            await self._replay(session, session.goal.old_script, pairs)
+        except ProverError:
+            pass
+        finally:
+            self.cpu_seconds += session.cpu_seconds() - before
+        return pairs
 
     async def learn(self, session: CoqSession, body: Sequence[str]) -> None:
         """Mine the proof ``body`` of the lemma ``session`` is open on, from its root.
