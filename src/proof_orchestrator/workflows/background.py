@@ -16,7 +16,7 @@ serves every cycle, so the CPU target holds for as long as the process runs.
 
 **Repairs** (unless ``repair=False``, ``orch bg --no-repair``): a cycle first
 runs ``orch repair``'s detection and repair (:func:`..workflows.repair.repair_files`,
-with the same governor, budget and ledger records) on the Coq files that need
+with the same governor, budget and ledger records) on the files that need
 it, then fills. A file needs it when the user edited it or a file it imports
 (a renamed lemma breaks the proofs that use it), when the fill refused it
 because it does not compile before its first hole, or when a file it
@@ -99,8 +99,8 @@ async def _watch(paths: Sequence[Path], own: _OwnWrites, found: asyncio.Queue[se
             found.put_nowait(theirs)
 
 
-#: the languages whose broken proofs are repaired (``orch repair`` works on Coq files)
-_REPAIRED_SUFFIXES = frozenset({".v"})
+#: the sources whose broken proofs are repaired (``orch repair``: Coq and Lean)
+_REPAIRED_SUFFIXES = frozenset({".v", ".lean"})
 
 
 class _Repairs:
