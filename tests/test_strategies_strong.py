@@ -248,7 +248,8 @@ async def test_proofs_found_before_seed_the_knn_model() -> None:
     seeded = FileModels(
         [("forall l : list nat, l ++ nil = l", ("induction l; simpl; congruence.",))]
     )
-    session = SimpleNamespace(goal=SimpleNamespace(file=Path("A.v")), prefix=["Lemma x : True."])
+    goal = SimpleNamespace(file=Path("A.v"), old_script=())
+    session = SimpleNamespace(goal=goal, prefix=["Lemma x : True."])
     model = await seeded.model_for(session)  # type: ignore[arg-type]
     (best, _), *_ = model.suggest("forall m : list bool, m ++ nil = m")
     assert best == "induction l; simpl; congruence."
