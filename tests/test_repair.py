@@ -271,3 +271,56 @@ def test_repair_variants_read_statements_and_drop_refused_names() -> None:
         "Definition s := {x : nat | x = 0}.\nLemma l : True. Proof. exact I. Qed.\n"
     )
     assert lemmas == ["r_zero", "r_succ", "l"]
+
+
+#: ``plus_zero_r`` was renamed to a name spelled nothing like it
+RENAMED_FAR = (
+    NUM
+    + """\
+Lemma adding_nothing_on_the_right_changes_nothing : forall n, plus n zero = n.
+Proof. induction n; simpl; congruence. Qed.
+Lemma twice : forall k, plus (plus k zero) zero = k.
+Proof. intros k. rewrite plus_zero_r. rewrite plus_zero_r. reflexivity. Qed.
+"""
+)
+
+#: ``plus_zero`` now states its equation the other way round
+FLIPPED = (
+    NUM
+    + """\
+Lemma plus_zero : forall n, n = plus n zero.
+Proof. induction n; simpl; congruence. Qed.
+Lemma plus_zero_left_of_m : forall n m, plus (plus n zero) m = plus n m.
+Proof. intros n m. rewrite plus_zero. reflexivity. Qed.
+"""
+)
+
+
+def test_a_lost_name_is_found_by_coq_search_on_the_goal_where_it_was_used(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Far.v"
+    path.write_text(RENAMED_FAR, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["repaired"], proof
+    assert proof["strategy"] == "repair"
+    # not by spelling (the names share little): by the shape of the goal, through Search
+    assert proof["new"].count("rewrite adding_nothing_on_the_right_changes_nothing.") == 2
+    assert coqc_ok(path)
+
+
+def test_search_goes_on_from_where_the_old_proof_broke(tmp_path: Path) -> None:
+    path = tmp_path / "Flipped.v"
+    path.write_text(FLIPPED, encoding="utf-8")
+    code, summary = _run([str(path), "--budget", "10"])
+    assert code == 0
+    (proof,) = summary["proofs"]
+    assert proof["repaired"], proof
+    assert proof["strategy"] == "repair"
+    # the old steps up to the break are kept; the search found the rest (``rewrite <-``
+    # is none of the fixed variants)
+    assert proof["new"].startswith("intros n m. rewrite plus_zero.")
+    assert "rewrite <- plus_zero." in proof["new"]
+    assert coqc_ok(path)

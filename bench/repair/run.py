@@ -401,6 +401,14 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=10.0)
     ap.add_argument("--make-only", action="store_true")
     ap.add_argument("--limit", type=int)
+    ap.add_argument(
+        "--only", help="comma-separated case folder names: run these cases alone (with --merge)"
+    )
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        help="an earlier result: its rows stand for the cases not run now (one table)",
+    )
     a = ap.parse_args()
     work = a.work.resolve()
     listing = work / "cases.json"
@@ -416,8 +424,14 @@ def main() -> int:
     print(f"{len(cases)} cases, {total} broken proofs", flush=True)
     if a.make_only:
         return 0
+    only = set(a.only.split(",")) if a.only else None
+    earlier = {r["dir"]: r for r in json.loads(a.merge.read_text())["cases"]} if a.merge else {}
     rows = []
     for case in cases[: a.limit]:
+        if only is not None and Path(case["dir"]).name not in only:
+            if case["dir"] in earlier:
+                rows.append({**earlier[case["dir"]], "from": str(a.merge)})
+            continue
         rows.append(run_case(case, a.budget))
         print(json.dumps({k: rows[-1][k] for k in ("dir", "broken", "repaired", "fill_proved")}))
     per_kind = {
@@ -440,6 +454,8 @@ def main() -> int:
         "kind": "repair-bench",
         "timestamp": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
         "seed": a.seed,
+        "merged_from": str(a.merge) if a.merge else None,
+        "rerun": sorted(only) if only is not None else None,
         "budget": a.budget,
         "files": sorted({r["source"] for r in rows}),
         "changes_skipped": json.loads((work / "skipped.json").read_text())

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..strategies.repairing import apply_edits
 from .broken import BrokenProof, Detection, find_broken
 from .holes import iter_proofs
+from .strategies.knn import FileModels
 from .strategies.repair import RepairStrategy
 from .strategies.repair_variants import opaque_names
 from .syntax import split_sentences
@@ -97,7 +98,11 @@ def scope_names(
 
 
 class CoqRepair:
-    """The backend's ``repair`` feature."""
+    """The backend's ``repair`` feature (one per file: its broken proofs share the k-NN
+    model of the file's earlier proofs, mined once)."""
+
+    def __init__(self) -> None:
+        self.models = FileModels()
 
     @staticmethod
     async def find_broken(
@@ -105,8 +110,7 @@ class CoqRepair:
     ) -> Detection:
         return await find_broken(path, text, compile_text)
 
-    @staticmethod
-    def strategy(broken: BrokenProof, text: str, root: Path | None) -> RepairStrategy:
+    def strategy(self, broken: BrokenProof, text: str, root: Path | None) -> RepairStrategy:
         # the file's names declared before the proof (a later one is not in scope
         # yet, and one unknown name fails a whole ``eauto using``), then the project's
         before = text[: broken.hole.statement_start]
@@ -117,6 +121,7 @@ class CoqRepair:
             [n for n in lemmas if n != own],
             definitions,
             opaque_names(text, broken.error),
+            self.models,
         )
 
     @staticmethod

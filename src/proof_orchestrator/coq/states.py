@@ -23,12 +23,14 @@ class CoqStates:
 
     syntax: GoalSyntax = COQ
 
-    def __init__(self, session: CoqSession) -> None:
+    def __init__(self, session: CoqSession, start: ProofState | None = None) -> None:
         self.session = session
+        #: where a search starts: the goal's root, or a state inside its proof
+        self.start = start
 
     @property
     def root(self) -> ProofState:
-        return self.session.root
+        return self.start if self.start is not None else self.session.root
 
     async def apply(self, tactic: str, state: ProofState, *, timeout: float) -> TacticResult:
         return await self.session.run_tactic(tactic, state, timeout=timeout)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
@@ -32,6 +33,8 @@ from ...strategies.base import StrategyResult
 from ...strategies.repairing import similar_names
 from ..broken import BrokenProof
 from ..session import CoqSession
+from .knn import FileModels
+from .lemma_search import LemmaSearch, plain_goal
 from .repair_variants import (
     argument_variants,
     refused_name,
@@ -39,6 +42,7 @@ from .repair_variants import (
     sentence_variants,
     without_names,
 )
+from .search import SearchStrategy
 
 __all__ = ["RepairStrategy", "unknown_reference"]
 
@@ -63,6 +67,11 @@ _CLOSERS = (
 _NAME_CANDIDATES = 8
 #: how many times a script is run again without a name Coq refused in its ``using``
 _REFUSED_RETRIES = 4
+#: the least CPU seconds left for a search from where the old proof broke
+_MIN_SEARCH_SECONDS = 1.0
+#: the most old tactics a search from there tries first at every node
+_PREFERRED = 6
+_BULLETS = frozenset({"-", "+", "*", "--", "++", "**", "{", "}"})
 #: the most lemmas handed to ``eauto using``
 _USING = 12
 
@@ -92,6 +101,7 @@ class RepairStrategy:
         names: Sequence[str] = (),
         definitions: Sequence[str] = (),
         opaque: Iterable[str] = (),
+        models: FileModels | None = None,
     ) -> None:
         self.broken = broken
         #: lemma names in scope (the file's, the project's): replacements and ``using``
@@ -100,6 +110,8 @@ class RepairStrategy:
         self.definitions = frozenset(definitions)
         #: constants made ``Opaque`` (``unfold`` refuses them; ``cbv delta`` does not)
         self.opaque = frozenset(opaque)
+        #: the k-NN model of the file's earlier proofs, for a search from where it broke
+        self.models = models if models is not None else FileModels()
         #: names Coq refused in a ``using`` list (not in scope, not usable as a hint)
         self._refused: set[str] = set()
 
@@ -205,6 +217,16 @@ class RepairStrategy:
                 return result(Outcome.TIMEOUT)
             if (closed := await closes(tail, state)) is not None:
                 return result(Outcome.CANDIDATE, (*prefix, *closed))
+        # an unknown name: the lemmas Coq's ``Search`` finds for the goal where it was used
+        missing = unknown_reference(broken.error)
+        if missing is not None and broken.failing_index < len(broken.script):
+            tail = broken.script[broken.failing_index :]
+            for name in await self._by_shape(session, state, seconds):
+                if spent() >= budget.cpu_seconds:
+                    return result(Outcome.TIMEOUT)
+                renamed = tuple(_replace_name(s, missing, name) for s in tail)
+                if (closed := await closes(renamed, state)) is not None:
+                    return result(Outcome.CANDIDATE, (*prefix, *closed))
         # the statement changed under its own proof: its premises in the old order
         for reintroduced in reintroductions(goal.statement):
             if spent() >= budget.cpu_seconds:
@@ -226,6 +248,25 @@ class RepairStrategy:
                     return result(Outcome.TIMEOUT)
                 if (closed := await closes((*head, variant, *tail), root)) is not None:
                     return result(Outcome.CANDIDATE, closed)
+        # best-first search from where it broke, the old proof's remaining tactics first
+        left = budget.cpu_seconds - spent()
+        if left >= _MIN_SEARCH_SECONDS and state is not root:
+            remaining = [t for t in rest if t.strip().rstrip(".") not in _BULLETS]
+            steps = await SearchStrategy(self.models).search_from(
+                session, state, replace(budget, cpu_seconds=left), remaining[:_PREFERRED]
+            )
+            if steps is not None:
+                return result(Outcome.CANDIDATE, (*prefix, *steps))
         return result(
             Outcome.FAILED, message=f"no variant of the old proof closes it ({tried} tried)"
         )
+
+    async def _by_shape(self, session: CoqSession, state: ProofState, seconds: float) -> list[str]:
+        """Lemmas in scope that fit the goal at ``state``, by Coq's ``Search`` over its
+        constants (the statement where a lost name was used)."""
+        await session.run_tactic("idtac.", state, timeout=seconds)  # the session there
+        plain = await plain_goal(session)
+        if plain is None:
+            return []
+        found = await LemmaSearch(k=_NAME_CANDIDATES).premises(session, plain)
+        return [name for name, _ in found]

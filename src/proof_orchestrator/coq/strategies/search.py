@@ -39,8 +39,8 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from ...goals import Budget, Goal, Outcome
-from ...provers.base import TacticStatus
-from ...search.bestfirst import SearchEnd, best_first, search_limits
+from ...provers.base import ProofState, TacticStatus
+from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..states import CoqStates
@@ -87,6 +87,9 @@ STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", 
 MAX_UNFOLDS = 3
 #: candidates a node gets beyond ``per_node``: the premises found by ``Search``
 PER_NODE_EXTRA = 32
+#: the confidence of a tactic the caller prefers (a broken proof's remaining old steps):
+#: a neighbour's vote, so the nodes it opens come first
+PREFERRED_CONFIDENCE = 1.0
 _BULLETS = ("-", "+", "*", "--", "++", "**")
 
 
@@ -247,9 +250,13 @@ class SearchStrategy:
             unique.setdefault(tactic, score)
         return list(unique.items())[: self.per_node + PER_NODE_EXTRA]
 
-    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
-        del goal
-        started = time.monotonic()
+    async def _search(
+        self,
+        session: CoqSession,
+        budget: Budget,
+        start: ProofState | None = None,
+        preferred: Sequence[str] = (),
+    ) -> SearchFound:
         cpu_start = session.cpu_seconds()
         max_depth, max_expansions = search_limits(
             budget.cpu_seconds, self.max_depth, self.max_expansions
@@ -258,22 +265,39 @@ class SearchStrategy:
         lia = await lia_tactic(session)
         lemmas = LemmaSearch()
         own_tactics = local_tactics(session.prefix)  # once per attempt: the prefix is long
+        first = [(t, PREFERRED_CONFIDENCE) for t in preferred]
 
         async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
-            return await self._candidates(
+            found = await self._candidates(
                 session, goal_text, index, lia, steps, lemmas, own_tactics
             )
+            return first + found if first else found
 
-        found = await best_first(
-            CoqStates(session),
+        return await best_first(
+            CoqStates(session, start),
             [candidates],
             max_depth=max_depth,
             max_expansions=max_expansions,
             # the budget counts from the start of the attempt (index and lia included)
             cpu_seconds=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
             tactic_seconds=max(1.0, budget.tactic_seconds),
-            per_node=self.per_node + PER_NODE_EXTRA,
+            per_node=self.per_node + PER_NODE_EXTRA + len(first),
         )
+
+    async def search_from(
+        self, session: CoqSession, start: ProofState, budget: Budget, preferred: Sequence[str]
+    ) -> tuple[str, ...] | None:
+        """Steps that close the proof from ``start`` (a state inside the goal's proof), with
+        the tactics ``preferred`` tried first at every node, or None (``orch repair``: from
+        where an old proof broke, its remaining tactics first)."""
+        found = await self._search(session, budget, start, preferred)
+        return found.steps if found.end is SearchEnd.FOUND else None
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        del goal
+        started = time.monotonic()
+        cpu_start = session.cpu_seconds()
+        found = await self._search(session, budget)
         script: Sequence[str] = ()
         if found.end is SearchEnd.FOUND:
             script = await self._readable(session, found.steps, found.counts)
