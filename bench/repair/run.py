@@ -330,12 +330,16 @@ def _statements(text: str) -> list[str]:
     return [p.statement.code for p in iter_proofs(split_sentences(text))]
 
 
-def run_case(case: dict[str, Any], budget: float) -> dict[str, Any]:
+def run_case(
+    case: dict[str, Any], budget: float, fill_from: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Both arms on one case; with ``fill_from`` (an earlier row of the same case) only
+    ``orch repair`` runs and the statement-only arm's figures are that row's."""
     folder = Path(case["dir"])
     name = case["file"]
     changed = (folder / name).read_text(encoding="utf-8")
     repair_dir, fill_dir = folder / "repair", folder / "fill"
-    for d in (repair_dir, fill_dir):
+    for d in (repair_dir, fill_dir) if fill_from is None else (repair_dir,):
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir()
     (repair_dir / name).write_text(changed, encoding="utf-8")
@@ -355,16 +359,20 @@ def run_case(case: dict[str, Any], budget: float) -> dict[str, Any]:
             pieces += [changed[cursor : proof.proof[0].start], "Admitted."]
             cursor = proof.proof[-1].end
     holes_text = "".join(pieces) + changed[cursor:]
-    (fill_dir / name).write_text(holes_text, encoding="utf-8")
-    fill_code, fill_out, fill_cpu = _timed(
-        [ORCH, "fill", name, "--budget", str(budget), "--budget-cap", str(budget), "--json",
-         "--db", "ledger.sqlite"],
-        fill_dir,
-    )  # fmt: skip
-    fill = json.loads(fill_out) if fill_out.strip().startswith("{") else {}
-    fill_proved = {
-        g["name"] for f in fill.get("files", []) for g in f["goals"] if g["outcome"] == "proved"
-    }
+    if fill_from is None:
+        (fill_dir / name).write_text(holes_text, encoding="utf-8")
+        fill_code, fill_out, fill_cpu = _timed(
+            [ORCH, "fill", name, "--budget", str(budget), "--budget-cap", str(budget),
+             "--json", "--db", "ledger.sqlite"],
+            fill_dir,
+        )  # fmt: skip
+        fill = json.loads(fill_out) if fill_out.strip().startswith("{") else {}
+        fill_proved = {
+            g["name"] for f in fill.get("files", []) for g in f["goals"] if g["outcome"] == "proved"
+        }
+    else:
+        fill_code, fill_cpu = fill_from["fill_exit_code"], fill_from["fill_cpu_seconds"]
+        fill_proved = set(fill_from["fill_proved"])
     # checks: compiles from scratch with what is not repaired admitted; statements kept
     standin, cursor, pieces = after, 0, []
     for proof in iter_proofs(split_sentences(after)):
@@ -405,6 +413,11 @@ def main() -> int:
         "--only", help="comma-separated case folder names: run these cases alone (with --merge)"
     )
     ap.add_argument(
+        "--repair-only",
+        action="store_true",
+        help="with --merge: rerun orch repair only, the statement-only figures from there",
+    )
+    ap.add_argument(
         "--merge",
         type=Path,
         help="an earlier result: its rows stand for the cases not run now (one table)",
@@ -432,7 +445,8 @@ def main() -> int:
             if case["dir"] in earlier:
                 rows.append({**earlier[case["dir"]], "from": str(a.merge)})
             continue
-        rows.append(run_case(case, a.budget))
+        fill_from = earlier.get(case["dir"]) if a.repair_only else None
+        rows.append(run_case(case, a.budget, fill_from))
         print(json.dumps({k: rows[-1][k] for k in ("dir", "broken", "repaired", "fill_proved")}))
     per_kind = {
         kind: {
@@ -456,6 +470,7 @@ def main() -> int:
         "seed": a.seed,
         "merged_from": str(a.merge) if a.merge else None,
         "rerun": sorted(only) if only is not None else None,
+        "rerun_arms": ["repair"] if a.repair_only else ["repair", "fill"],
         "budget": a.budget,
         "files": sorted({r["source"] for r in rows}),
         "changes_skipped": json.loads((work / "skipped.json").read_text())
