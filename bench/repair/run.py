@@ -52,7 +52,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from proof_orchestrator.coq.holes import iter_proofs  # noqa: E402
-from proof_orchestrator.coq.syntax import split_sentences  # noqa: E402
+from proof_orchestrator.coq.syntax import split_sentences, split_top_level  # noqa: E402
 
 THEORIES = Path("/usr/lib/ocaml/coq/theories")
 STDPP = THEORIES.parent / "user-contrib" / "stdpp"
@@ -80,22 +80,6 @@ def _uses(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text) is not None
 
 
-def _top_level_split(text: str, separator: str) -> list[str]:
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        depth += c in "([{"
-        depth -= c in ")]}"
-        if depth == 0 and text.startswith(separator, i):
-            parts.append(text[start:i])
-            start = i + len(separator)
-            i = start
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
-
-
 def _statement_change(code: str, kind: str) -> str | None:
     """The statement sentence with its hypotheses reordered or one added (None: cannot)."""
     head, colon, body = code.partition(":")
@@ -105,11 +89,11 @@ def _statement_change(code: str, kind: str) -> str | None:
     binders = ""
     stripped = body.lstrip()
     if stripped.startswith("forall"):
-        pieces = _top_level_split(stripped, ",")
+        pieces = split_top_level(stripped, ",")
         if len(pieces) < 2:
             return None
         binders, stripped = pieces[0] + ",", ",".join(pieces[1:])
-    arrows = _top_level_split(stripped, "->")
+    arrows = split_top_level(stripped, "->")
     if kind == "reorder":
         if len(arrows) < 3:
             return None

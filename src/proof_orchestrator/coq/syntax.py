@@ -287,7 +287,8 @@ def sentence_keyword(code: str) -> str:
 
 
 def split_top_level(text: str, token: str) -> list[str]:
-    """``text`` split at ``token`` outside parentheses, brackets and braces."""
+    """``text`` split at ``token`` outside parentheses, brackets and braces (an arrow
+    ``->`` is never the end of an ``<->``)."""
     if token not in text:
         return [text]
     parts: list[str] = []
@@ -300,7 +301,11 @@ def split_top_level(text: str, token: str) -> list[str]:
             depth += 1
         elif char in ")]}":
             depth -= 1
-        elif depth == 0 and text.startswith(token, i):
+        elif (
+            depth == 0
+            and text.startswith(token, i)
+            and not (token == "->" and i > 0 and text[i - 1] == "<")
+        ):
             parts.append(text[start:i])
             i += len(token)
             start = i

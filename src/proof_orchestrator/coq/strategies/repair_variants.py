@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterator, Sequence
 
+from ..syntax import split_top_level
+
 __all__ = [
     "argument_variants",
     "opaque_names",
@@ -128,32 +130,9 @@ def sentence_variants(
             yield re.sub(r"\b(e?auto|trivial|easy)\b", f"eauto using {using}", body) + "."
 
 
-def _top_level(text: str, separator: str) -> list[str]:
-    """``text`` split at ``separator`` outside brackets (``->`` never inside ``<->``)."""
-    parts: list[str] = []
-    depth, start, i = 0, 0, 0
-    while i < len(text):
-        c = text[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif (
-            depth == 0
-            and text.startswith(separator, i)
-            and not (separator == "->" and i > 0 and text[i - 1] == "<")
-        ):
-            parts.append(text[start:i])
-            start = i = i + len(separator)
-            continue
-        i += 1
-    parts.append(text[start:])
-    return parts
-
-
 def _binder_names(binders: str) -> list[str] | None:
     """The names bound by ``forall``'s binders (``k l (m : nat) {A}``); None: a pattern."""
-    typed = _top_level(binders, ":")
+    typed = split_top_level(binders, ":")
     if len(typed) > 1:  # ``forall k l : nat``
         found = typed[0].split()
         ok = found and all(re.fullmatch(r"[A-Za-z_][\w']*", n) for n in found)
@@ -178,7 +157,7 @@ def statement_shape(statement: str) -> tuple[list[str], int] | None:
     """(names bound by the type's leading ``forall``, number of premises) of a declaration
     sentence (``Lemma l (x : t) : forall k l, A -> B -> C.``); None: not of that shape."""
     head = statement.strip().removesuffix(".")
-    pieces = _top_level(head, ":")
+    pieces = split_top_level(head, ":")
     # the type follows the first top-level colon that is not ``:=``
     for index in range(1, len(pieces)):
         if not pieces[index].startswith("="):
@@ -188,17 +167,17 @@ def statement_shape(statement: str) -> tuple[list[str], int] | None:
         return None
     names: list[str] = []
     if kind.startswith("forall "):
-        binder_part = _top_level(kind, ",")
+        binder_part = split_top_level(kind, ",")
         if len(binder_part) < 2:
             return None
         bound = _binder_names(binder_part[0].removeprefix("forall "))
         if bound is None:
             return None
         names, kind = bound, ",".join(binder_part[1:])
-    arrows = _top_level(kind, "->")
+    arrows = split_top_level(kind, "->")
     premises = 0
     for piece in arrows[:-1]:
-        if len(_top_level(piece, ",")) > 1 or re.match(r"\s*(forall|exists|fun)\b", piece):
+        if len(split_top_level(piece, ",")) > 1 or re.match(r"\s*(forall|exists|fun)\b", piece):
             break  # a binder whose scope runs over the arrows after it
         premises += 1
     return names, premises
@@ -227,7 +206,7 @@ def reintroductions(statement: str) -> list[str]:
 
 
 def _arguments(inner: str) -> list[str]:
-    return [a for a in _top_level(inner.strip(), " ") if a.strip()]
+    return [a for a in split_top_level(inner.strip(), " ") if a.strip()]
 
 
 def argument_variants(sentence: str, lemmas: Collection[str]) -> Iterator[str]:
