@@ -87,7 +87,11 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         if logical_name(p) not in loaded and str(p) not in excluded and 10 <= qed_count(p) <= 80
     )
     library_root = USER_CONTRIB / lib
-    library = sorted(p for p in library_root.rglob("*.v") if 10 <= qed_count(p) <= 80)
+    library = sorted(
+        p
+        for p in library_root.rglob("*.v")
+        if str(p) not in excluded and 10 <= qed_count(p) <= 80
+    )
     if len(library) < 2:
         raise SystemExit(f"{library_root}: fewer than 2 files with 10-80 Qed proofs (installed?)")
     random.Random(seed).shuffle(stdlib)

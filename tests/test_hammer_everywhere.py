@@ -150,7 +150,8 @@ def test_a_printed_tactics_clauses_are_read_apart() -> None:
     found = standard_reconstructions(f"Replace the hammer tactic with: {printed}\n")
     assert found[0] == "eauto using Add_intro1, Add_inv."
     assert (
-        "intros; unfold Complement, Included in *; firstorder using Add_intro1, Add_inv." in found
+        "intros; unfold Complement, Included in *; intros; firstorder using Add_intro1, Add_inv."
+        in found
     )
     assert all("unfold:" not in t and "inv:" not in t and "lq:" not in t for t in found)
     # a ctrs: clause lends its types' constructors to eauto, never to a rewrite
@@ -285,4 +286,60 @@ async def test_hammer_reads_its_atp_library_once_per_process_and_a_timeout_keeps
     with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
         messages = [m for (m,) in db.execute("SELECT message FROM attempts")]
     assert sum("once per prover process" in m for m in messages) == 1, messages
+    assert coqc_ok(path)
+
+
+#: two iff lemmas; rewriting them in the printed order hides the second one's pattern
+REBUILT_FROM_IFF_LEMMAS = """\
+Require Import List Setoid.
+Definition mem (x : nat) (s : list nat) : Prop := In x s.
+Definition inl (x : nat) (l : list nat) : Prop := Exists (fun y => y = x) l.
+Definition elements (s : list nat) : list nat := rev s.
+Definition of_list (l : list nat) : list nat := rev l.
+Definition to_list := elements.
+Definition Equal (s s' : list nat) := forall a, mem a s <-> mem a s'.
+Lemma in_inl : forall x l, In x l <-> inl x l.
+Proof. unfold inl; intros; rewrite Exists_exists; firstorder congruence. Qed.
+Lemma of_list_1 : forall l x, mem x (of_list l) <-> inl x l.
+Proof. unfold mem, of_list; intros; rewrite <- in_rev; apply in_inl. Qed.
+Lemma elements_iff : forall s x, mem x s <-> inl x (elements s).
+Proof. unfold mem, elements; intros; rewrite <- in_inl, <- in_rev; tauto. Qed.
+Global Opaque mem inl elements of_list.
+Lemma of_list_3 : forall s, Equal (of_list (to_list s)) s.
+Admitted.
+"""
+
+
+async def test_an_iff_lemma_proof_is_rebuilt_by_rewriting_in_either_order(
+    tmp_path: Path,
+) -> None:
+    """CoqHammer printed ``hfcrush use: elements_iff, of_list_1 unfold: to_list, Equal.``
+    (as on MSetProperties' ``of_list_3``): rewriting ``elements_iff`` first turns both
+    sides into ``inl`` and ``of_list_1`` no longer applies; the other order, then
+    ``intuition``, closes the goal with plain Coq."""
+    from proof_orchestrator.coq.holes import scan_coq_file
+    from proof_orchestrator.coq.session import CoqProver
+
+    output = (
+        "Replace the hammer tactic with:\n"
+        "\thfcrush use: elements_iff, of_list_1 unfold: to_list, Equal.\n"
+    )
+    scripts = standard_reconstructions(output)
+    path = tmp_path / "OfList.v"
+    path.write_text(REBUILT_FROM_IFF_LEMMAS, encoding="utf-8")
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    rebuilt = []
+    async with prover.session(hole.goal, REBUILT_FROM_IFF_LEMMAS, hole.prefix_end) as session:
+        for script in scripts:
+            result = await session.run_tactic(script, session.root, timeout=5)
+            if result.status is TacticStatus.COMPLETE:
+                rebuilt.append(script)
+    await prover.aclose()
+    assert rebuilt == [
+        "intros; unfold to_list, Equal in *; intros; rewrite ?of_list_1, ?elements_iff; "
+        "intuition (eauto using elements_iff, of_list_1)."
+    ]
+    fixed = REBUILT_FROM_IFF_LEMMAS.replace("Admitted.", f"Proof. {rebuilt[0]} Qed.")
+    path.write_text(fixed, encoding="utf-8")
     assert coqc_ok(path)

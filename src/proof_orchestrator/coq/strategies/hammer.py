@@ -258,12 +258,19 @@ def _with_lemmas(
         f"{opening}constructor; eauto{using}.",
     ]
     if use:
-        rewrites = ", ".join(f"?{n.strip()}" for n in use.split(","))
+        names = [n.strip() for n in use.split(",")]
+        rewrites = ", ".join(f"?{n}" for n in names)
         scripts += [
             f"{opening}rewrite {rewrites}; auto.",
+            # an iff lemma rewritten, what is left propositional (its side goals too)
+            f"{opening}rewrite {rewrites}; intuition (eauto{using}).",
             f"{opening}rewrite {rewrites} in *; congruence.",
             f"{opening}simpl in *; rewrite {rewrites} in *; eauto{using}.",
         ]
+        if len(names) > 1:
+            # one lemma's rewrite can hide the pattern of the next: the other order
+            backwards = ", ".join(f"?{n}" for n in reversed(names))
+            scripts.append(f"{opening}rewrite {backwards}; intuition (eauto{using}).")
         if lia:  # arithmetic once the lemmas are rewritten
             scripts += [
                 f"{opening}rewrite {rewrites} in *; {lia}.",
@@ -288,7 +295,8 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
     hints = printed_hints(reconstruction(output))
     unfold = ", ".join(hints.get("unfold", []))
     constructors = ", ".join(hints.get("ctrs", []))
-    openings = [f"intros; unfold {unfold} in *; "] if unfold else []
+    # intros again: an unfolded definition may quantify (``Equal s s' := forall a, ...``)
+    openings = [f"intros; unfold {unfold} in *; intros; "] if unfold else []
     openings.append("intros; ")
     found: list[str] = []
     spellings = [", ".join(hints.get("use", [])), ", ".join(dependencies(output))]
