@@ -195,6 +195,27 @@ async def test_hammer_on_a_false_goal_leaves_no_cache_file_in_the_project(
     assert path.read_text(encoding="utf-8") == text
 
 
+async def _scripts_that_close(path: Path, text: str, scripts: list[str]) -> list[str]:
+    """The ``scripts`` that close the one hole of ``text`` (written to ``path``), each
+    run from the goal's root in a real Coq session."""
+    from proof_orchestrator.coq.holes import scan_coq_file
+    from proof_orchestrator.coq.session import CoqProver
+
+    path.write_text(text, encoding="utf-8")
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    closing = []
+    try:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            for script in scripts:
+                result = await session.run_tactic(script, session.root, timeout=5)
+                if result.status is TacticStatus.COMPLETE:
+                    closing.append(script)
+    finally:
+        await prover.aclose()
+    return closing
+
+
 #: hammer's ATPs proved `inj` with the two lemmas below; CoqHammer printed a `hfcrush`
 #: (one of its own tactics), which this file cannot run: it does not load CoqHammer
 REBUILT_WITHOUT_COQHAMMER = """\
@@ -211,8 +232,6 @@ async def test_a_sauto_family_proof_is_rebuilt_with_plain_coq_tactics(tmp_path: 
     """The printed ``hfcrush use: Nat.mul_cancel_l, double_eq.`` is not kept (it needs
     CoqHammer's tactics); the lemmas it names are rewritten and ``lia`` closes the goal,
     in the file's own session, and the rebuilt proof compiles in the file as it is."""
-    from proof_orchestrator.coq.holes import scan_coq_file
-    from proof_orchestrator.coq.session import CoqProver
 
     output = "Replace the hammer tactic with:\n\thfcrush use: Nat.mul_cancel_l, double_eq.\n"
     scripts = standard_reconstructions(output, lia="lia")
@@ -220,16 +239,7 @@ async def test_a_sauto_family_proof_is_rebuilt_with_plain_coq_tactics(tmp_path: 
     # where Lia is not loaded, no script names it (a batch naming it would fail whole)
     assert not any("lia" in s for s in standard_reconstructions(output))
     path = tmp_path / "Inj.v"
-    path.write_text(REBUILT_WITHOUT_COQHAMMER, encoding="utf-8")
-    (hole,) = scan_coq_file(path)
-    prover = CoqProver()
-    rebuilt = []
-    async with prover.session(hole.goal, REBUILT_WITHOUT_COQHAMMER, hole.prefix_end) as session:
-        for script in scripts:
-            result = await session.run_tactic(script, timeout=5)
-            if result.status is TacticStatus.COMPLETE:
-                rebuilt.append(script)
-    await prover.aclose()
+    rebuilt = await _scripts_that_close(path, REBUILT_WITHOUT_COQHAMMER, scripts)
     assert rebuilt, "no plain-Coq script closed the goal"
     assert any("lia" in s for s in rebuilt)
     fixed = REBUILT_WITHOUT_COQHAMMER.replace("Admitted.", f"Proof. {rebuilt[0]} Qed.")
@@ -317,8 +327,6 @@ async def test_an_iff_lemma_proof_is_rebuilt_by_rewriting_in_either_order(
     (as on MSetProperties' ``of_list_3``): rewriting ``elements_iff`` first turns both
     sides into ``inl`` and ``of_list_1`` no longer applies; the other order, then
     ``intuition``, closes the goal with plain Coq."""
-    from proof_orchestrator.coq.holes import scan_coq_file
-    from proof_orchestrator.coq.session import CoqProver
 
     output = (
         "Replace the hammer tactic with:\n"
@@ -326,16 +334,7 @@ async def test_an_iff_lemma_proof_is_rebuilt_by_rewriting_in_either_order(
     )
     scripts = standard_reconstructions(output)
     path = tmp_path / "OfList.v"
-    path.write_text(REBUILT_FROM_IFF_LEMMAS, encoding="utf-8")
-    (hole,) = scan_coq_file(path)
-    prover = CoqProver()
-    rebuilt = []
-    async with prover.session(hole.goal, REBUILT_FROM_IFF_LEMMAS, hole.prefix_end) as session:
-        for script in scripts:
-            result = await session.run_tactic(script, session.root, timeout=5)
-            if result.status is TacticStatus.COMPLETE:
-                rebuilt.append(script)
-    await prover.aclose()
+    rebuilt = await _scripts_that_close(path, REBUILT_FROM_IFF_LEMMAS, scripts)
     assert rebuilt == [
         "intros; unfold to_list, Equal in *; intros; rewrite ?of_list_1, ?elements_iff; "
         "intuition (eauto using elements_iff, of_list_1)."
