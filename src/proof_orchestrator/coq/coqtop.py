@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
+import logging
 import os
 import re
 import time
@@ -45,6 +46,8 @@ from ..provers.process import TRAFFIC, CpuReader, DescendantMeter, spawn, stop_p
 from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
+
+log = logging.getLogger(__name__)
 
 _PROMPT = re.compile(rb"<prompt>(.*?) < (\d+) \|(.*?)\| (\d+) < </prompt>")
 
@@ -70,6 +73,8 @@ class Reply:
     proof: str
     wall_seconds: float
     cpu_seconds: float
+    #: the request passed its CPU limit and its helpers were killed (a salvaged request)
+    cut: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +231,8 @@ class CoqTop:
         self._ps: psutil.Process | None = None
         self._cpu: CpuReader | None = None
         self._meter: DescendantMeter | None = None
+        #: the current request passed its CPU limit and its helpers were killed
+        self._cut = False
         self._throttle = throttle
         self._memory_bytes = memory_bytes
 
@@ -370,6 +377,7 @@ class CoqTop:
         *,
         measure: bool = True,
         cpu_limit: float | None = None,
+        salvage: float = 0.0,
     ) -> list[Reply]:
         """Send sentences in one write and wait for a prompt per sentence.
 
@@ -382,6 +390,13 @@ class CoqTop:
         guards the wait for each prompt; ``cpu_limit`` the whole batch. The
         CPU measured (``measure``) is reported on the last reply; the wall
         time of each reply counts from the write.
+
+        A request that is cancelled or passes ``cpu_limit`` kills the process,
+        unless ``salvage`` seconds are given: then its helper processes
+        (CoqHammer's ATPs) are killed instead, which ends the request with an
+        error, and if the replies come within ``salvage`` seconds the process
+        stays in step and keeps what it has read (CoqHammer's ATP library, about
+        10 CPU s to read again). A reply cut that way has ``cut`` set.
         """
         if not lines:
             return []
@@ -404,13 +419,16 @@ class CoqTop:
             self.requests += len(lines)
             TRAFFIC.count(len(lines))
             meter = self._descendants() if measure else None
+            self._cut = False
             # most replies come within milliseconds: the sampler starts only
             # once the request has taken one interval (an alarm is cheaper than a task)
             watch: list[asyncio.Task[None]] = []
             alarm = (
                 _Alarm(
                     asyncio.get_running_loop().time() + meter.interval,
-                    functools.partial(self._start_watch, watch, meter, cpu_before, cpu_limit),
+                    functools.partial(
+                        self._start_watch, watch, meter, cpu_before, cpu_limit, salvage
+                    ),
                 )
                 if meter is not None
                 else None
@@ -421,6 +439,12 @@ class CoqTop:
                     reply = await self._next_reply(timeout, alarm)
                     raw.append((reply, time.monotonic() - started))
             except asyncio.CancelledError:
+                pending = len(lines) - len(raw)
+                if salvage and meter is not None:
+                    if await asyncio.shield(self._salvage(meter, pending, salvage)):
+                        log.debug("coqtop %s kept after a cancelled request", self.pid)
+                        raise
+                    log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
                 # its answer would arrive unasked for: the process is out of step now.
                 # (SIGINT would keep it, but coqtop 8.16 often ends up unusable after one.)
                 self.fault = ProverDesync("a request was cancelled while coqtop was working")
@@ -440,6 +464,7 @@ class CoqTop:
                     proof=r.proof,
                     wall_seconds=wall,
                     cpu_seconds=cpu if i == last else 0.0,
+                    cut=i == last and self._cut,
                 )
                 for i, (r, wall) in enumerate(raw)
             ]
@@ -472,17 +497,31 @@ class CoqTop:
         meter: DescendantMeter,
         cpu_before: float,
         cpu_limit: float | None,
+        salvage: float,
     ) -> None:
-        into.append(asyncio.create_task(self._watch(meter, cpu_before, cpu_limit)))
+        into.append(asyncio.create_task(self._watch(meter, cpu_before, cpu_limit, salvage)))
 
     async def _watch(
-        self, meter: DescendantMeter, cpu_before: float, cpu_limit: float | None
+        self,
+        meter: DescendantMeter,
+        cpu_before: float,
+        cpu_limit: float | None,
+        salvage: float,
     ) -> None:
         """Sample the helpers while a request runs (it has already run one interval);
-        past ``cpu_limit``, end the request."""
+        past ``cpu_limit``, kill the helpers for ``salvage`` seconds, then the process."""
+        cut_at: float | None = None
         while True:
             meter.sample()
             if cpu_limit is not None and self.refresh_cpu() - cpu_before > cpu_limit:
+                now = time.monotonic()
+                cut_at = now if cut_at is None else cut_at
+                if now - cut_at < salvage:
+                    self._cut = True
+                    meter.stop_helpers()
+                    await asyncio.sleep(0.05)
+                    continue
+                log.debug("coqtop %s killed past its CPU limit", self.pid)
                 self._replies.fail(
                     ProverHung(
                         f"the request used more than {cpu_limit:.1f} CPU seconds "
@@ -491,6 +530,22 @@ class CoqTop:
                 )
                 return
             await asyncio.sleep(meter.interval)
+
+    async def _salvage(self, meter: DescendantMeter, pending: int, seconds: float) -> bool:
+        """Kill the helpers until ``pending`` replies have come (True), for ``seconds`` at most."""
+        deadline = time.monotonic() + seconds
+        while pending:
+            meter.stop_helpers()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            item = await self._replies.next(min(0.1, left))
+            if isinstance(item, _Fault):
+                return False
+            if item is not None:
+                self.current = item.state
+                pending -= 1
+        return True
 
     async def _poison(self, error: Exception) -> None:
         self.fault = error

@@ -16,6 +16,7 @@ after ``max_uses`` sessions or once its resident memory passes ``rss_cap``.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -234,10 +235,17 @@ class CoqSession:
         *,
         timeout: float,
         cpu_limit: float | None = None,
+        salvage: float = 0.0,
     ) -> TacticResult:
         """Run one sentence from ``state``; ``cpu_limit`` guards CPU seconds as ``timeout``
-        guards the wall clock (past either, the process is replaced: TIMEOUT)."""
-        return await self._run(tactic, state, timeout=timeout, cpu_limit=cpu_limit)
+        guards the wall clock (past either, the process is replaced: TIMEOUT).
+
+        ``salvage``: seconds to keep the process when the tactic is cancelled or
+        passes ``cpu_limit``, by killing its helpers instead
+        (:meth:`~proof_orchestrator.coq.coqtop.CoqTop.send_many`); worth it where
+        the process holds something costly, as CoqHammer's ATP library.
+        """
+        return await self._run(tactic, state, timeout=timeout, cpu_limit=cpu_limit, salvage=salvage)
 
     async def _run(
         self,
@@ -247,6 +255,7 @@ class CoqSession:
         timeout: float,
         cpu_limit: float | None = None,
         goals: bool = True,
+        salvage: float = 0.0,
     ) -> TacticResult:
         """:meth:`run_tactic`; ``goals=False`` leaves the goals of a GOALS result
         empty when coqtop did not print them (a step in the middle of a script)."""
@@ -270,8 +279,14 @@ class CoqSession:
             base = self.current
         try:
             replies = await top.send_many(
-                lines, seconds + self._prover.settings.grace, cpu_limit=cpu_limit
+                lines, seconds + self._prover.settings.grace, cpu_limit=cpu_limit, salvage=salvage
             )
+        except asyncio.CancelledError:
+            # a salvaged process lives on at a state not known here: the next
+            # request goes back by ``BackTo`` (the root always holds)
+            self._line = [self.root]
+            self._current = ProofState((), -1, self._generation)
+            raise
         except ProverHung as exc:
             await self._replace_process()
             return TacticResult(TacticStatus.TIMEOUT, self._rebased(origin), message=str(exc))
@@ -287,7 +302,7 @@ class CoqSession:
         if reply.state == base.token:
             status = (
                 TacticStatus.TIMEOUT
-                if reply.wall_seconds >= seconds * 0.95
+                if reply.cut or reply.wall_seconds >= seconds * 0.95
                 else TacticStatus.FAILED
             )
             return TacticResult(status, origin, message=reply.output, cpu_seconds=reply.cpu_seconds)
@@ -297,7 +312,10 @@ class CoqSession:
             self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
             await self.back_to(base)
             return TacticResult(
-                TacticStatus.FAILED, origin, message=reply.output, cpu_seconds=reply.cpu_seconds
+                TacticStatus.TIMEOUT if reply.cut else TacticStatus.FAILED,
+                origin,
+                message=reply.output,
+                cpu_seconds=reply.cpu_seconds,
             )
         new_state = ProofState((*base.script, code), reply.state, self._generation)
         self._moved_to(new_state)

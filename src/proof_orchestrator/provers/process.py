@@ -185,6 +185,25 @@ class DescendantMeter:
                 continue
             self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
 
+    def stop_helpers(self) -> int:
+        """Kill every descendant (the prover itself lives on); how many were signalled.
+
+        Their CPU is sampled first, so what they used still counts.
+        """
+        self.sample()
+        try:
+            descendants = _descendants(self.root)
+        except psutil.Error:
+            return 0
+        killed = 0
+        for process in descendants:
+            try:
+                process.kill()
+                killed += 1
+            except psutil.Error:
+                continue
+        return killed
+
     def total(self) -> float:
         """Own CPU of every descendant seen, summed."""
         return sum(self._seen.values())

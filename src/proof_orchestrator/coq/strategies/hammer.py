@@ -136,6 +136,11 @@ _TIMED_OUT = re.compile(r"Control\.Timeout|Timeout!")
 _WARM: set[int] = set()
 #: wall seconds the ATP library's first read may take (about 9 s on the stdlib)
 LOAD_SECONDS = 60.0
+#: wall seconds a ``hammer`` call cancelled (another strategy won) or past its CPU
+#: budget gets to end once its ATPs are killed, so that its process, and the ATP
+#: library it read, live on (measured: 0.2 s); a call still reading the library
+#: (no ATP running yet) is not saved and its process goes
+SALVAGE_SECONDS = 3.0
 
 
 async def read_atp_library(session: CoqSession) -> float:
@@ -155,7 +160,7 @@ async def read_atp_library(session: CoqSession) -> float:
     )
     state = settings.state if settings.ok else session.root
     found = await session.run_tactic(
-        "hammer.", state, timeout=LOAD_SECONDS, cpu_limit=2 * LOAD_SECONDS
+        "hammer.", state, timeout=LOAD_SECONDS, cpu_limit=2 * LOAD_SECONDS, salvage=SALVAGE_SECONDS
     )
     closed = found.status is TacticStatus.COMPLETE
     spent = session.cpu_seconds() - before
@@ -505,7 +510,11 @@ class HammerStrategy:
         # it only catches what Timeout does not stop in time.
         left = max(1.0, budget.cpu_seconds - spent())
         found = await session.run_tactic(
-            "hammer.", state, timeout=max(1.0, left / 2), cpu_limit=left + 0.5
+            "hammer.",
+            state,
+            timeout=max(1.0, left / 2),
+            cpu_limit=left + 0.5,
+            salvage=SALVAGE_SECONDS,
         )
         if found.status is TacticStatus.FAILED and _TIMED_OUT.search(found.message):
             # CoqHammer reports Coq's Timeout as its own error

@@ -1,0 +1,134 @@
+"""A ``hammer`` call that is cancelled or runs past its CPU budget keeps its process.
+
+CoqHammer reads its ATP library once per coqtop (about 10 CPU s on the
+stdlib). When another strategy wins the goal, or the call passes its CPU
+guard, killing coqtop threw that read away: inside a fill run 107 of 237
+hammer attempts read the library again. Killing only the ATPs ends the call
+with an error within a fraction of a second, and the process stays in step.
+These tests run the real prover and CoqHammer's real ATPs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.coq.holes import scan_coq_file
+from proof_orchestrator.coq.session import CoqProver, CoqSession
+from proof_orchestrator.coq.strategies.hammer import (
+    HAMMER_LIBEXEC,
+    HAMMER_PREAMBLE,
+    SALVAGE_SECONDS,
+    hammer_environment,
+    read_atp_library,
+)
+from proof_orchestrator.provers.base import TacticStatus
+
+pytestmark = pytest.mark.skipif(
+    not os.path.isdir(HAMMER_LIBEXEC), reason="CoqHammer's ATPs are missing"
+)
+
+#: true, but out of reach of the ATPs in a few seconds (they run until stopped)
+HARD = """\
+Require Import Arith List.
+Lemma hard : forall (l : list nat) (a b : nat),
+  length (l ++ a :: b :: nil) * (a + b) = (a + b) * S (S (length l)) /\\ a * b = b * a.
+Proof.
+Admitted.
+"""
+
+
+async def _atps_running(session: CoqSession) -> None:
+    """Wait until the process has started helpers (the ATPs are at work)."""
+    import psutil
+
+    assert session.pid is not None
+    process = psutil.Process(session.pid)
+    for _ in range(200):
+        if process.children(recursive=True):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("hammer started no ATP within 10 s")
+
+
+async def _hammer_side(
+    write_v: Callable[[str, str], Path],
+) -> tuple[CoqProver, object, CoqSession, object, CoqSession]:
+    hammer_environment()
+    path = write_v("Hard.v", HARD)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    opening = prover.session(hole.goal, HARD, hole.prefix_end, hole.statement_start)
+    main = await opening.__aenter__()
+    side_opening = main.side_session(HAMMER_PREAMBLE)
+    side = await side_opening.__aenter__()
+    assert await read_atp_library(side) > 2.0  # the read happened, in this process
+    return prover, opening, main, side_opening, side
+
+
+async def test_a_cancelled_hammer_call_keeps_its_process_and_its_atp_library(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    prover, opening, main, side_opening, side = await _hammer_side(write_v)
+    pid = side.pid
+    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
+    call = asyncio.create_task(
+        side.run_tactic("hammer.", side.root, timeout=30, salvage=SALVAGE_SECONDS)
+    )
+    await _atps_running(side)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert side.pid == pid
+    assert side.replacements == 0
+    # the same process answers, from the root, and its ATP library is still read
+    assert await read_atp_library(side) == 0.0
+    after = await side.run_tactic("intros; split; [lia | lia].", side.root, timeout=10)
+    assert after.status is not TacticStatus.TIMEOUT
+    assert side.pid == pid
+    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await prover.aclose()
+
+
+async def test_without_salvage_a_cancelled_call_still_kills_the_process(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """The old behaviour is kept for every other request: its answer would come unasked."""
+    prover, opening, main, side_opening, side = await _hammer_side(write_v)
+    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
+    call = asyncio.create_task(side.run_tactic("hammer.", side.root, timeout=30))
+    await _atps_running(side)
+    top = side._top
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert top is not None and not top.alive
+    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await prover.aclose()
+
+
+async def test_a_hammer_call_past_its_cpu_limit_times_out_and_keeps_its_process(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    prover, opening, main, side_opening, side = await _hammer_side(write_v)
+    pid = side.pid
+    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
+    cut = await side.run_tactic(
+        "hammer.", side.root, timeout=30, cpu_limit=3.0, salvage=SALVAGE_SECONDS
+    )
+    assert cut.status is TacticStatus.TIMEOUT
+    assert side.pid == pid and side.replacements == 0
+    assert await read_atp_library(side) == 0.0
+    # and without salvage the guard replaces the process, as before
+    replaced = await side.run_tactic("hammer.", side.root, timeout=30, cpu_limit=3.0)
+    assert replaced.status is TacticStatus.TIMEOUT
+    assert side.replacements == 1 and side.pid != pid
+    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
+    await prover.aclose()
