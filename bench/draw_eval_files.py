@@ -39,9 +39,9 @@ def logical_name(path: Path) -> str:
 
 
 def earlier_files() -> set[str]:
-    """Every file an earlier ``orch eval`` result names."""
+    """Every file an earlier ``orch eval`` or ``bench/dominance.py`` result names."""
     seen: set[str] = set()
-    for found in RESULTS.glob("*eval*.json*"):
+    for found in [*RESULTS.glob("*eval*.json*"), *RESULTS.glob("*dominance*.json*")]:
         for result in [found] if found.is_file() else [p for p in found.rglob("*") if p.is_file()]:
             text = result.read_text(encoding="utf-8", errors="replace")
             seen.update(re.findall(r'"(/[^"]+\.v)"', text))
