@@ -322,3 +322,46 @@ async def test_a_full_pool_evicts_the_process_with_the_fewest_libraries_not_the_
         await pool.release(top)  # type: ignore[arg-type]
     assert plain.closed
     assert not warm.closed
+
+
+def test_a_warm_hammer_process_goes_to_hammer_sessions_not_to_a_plain_one() -> None:
+    """A plain session of file X does not take the process that read CoqHammer's
+    library at X (though it has loaded more of X's libraries): the next hammer
+    session at X would read the library again elsewhere."""
+    hammer = "From Hammer Require Import Hammer."
+    x_libraries = {"Require Import Arith.", "Require Import List."}
+    warm = _Loaded(base=1, codes=[], states=[])
+    warm.libraries = {*x_libraries, hammer}
+    warm.warm, warm.wanted_by = True, hammer
+    other = _Loaded(base=1, codes=[], states=[])
+    other.libraries = {"Require Import Arith."}  # served file Y
+    plain = [*sorted(x_libraries), "Lemma a : True."]
+    assert other.fit(plain, x_libraries) > warm.fit(plain, x_libraries)
+    with_hammer = [*sorted(x_libraries), hammer, "Lemma a : True."]
+    assert warm.fit(with_hammer, {*x_libraries, hammer}) > other.fit(
+        with_hammer, {*x_libraries, hammer}
+    )
+    # a process warm for every session of its file (the file loads CoqHammer itself)
+    warm.wanted_by = None
+    assert warm.fit(plain, x_libraries) > other.fit(plain, x_libraries)
+
+
+async def test_a_full_pool_evicts_a_cold_process_before_a_warm_one() -> None:
+    """The warm process has loaded fewer libraries than the cold one; it stays."""
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    async def never() -> _IdleTop:
+        raise AssertionError("no process is started here")
+
+    pool = ProcessPool(CoqSettings(max_idle=1), never)
+    warm, cold = _IdleTop(), _IdleTop()
+    for top, libraries in ((warm, {"Require Import Arith."}), (cold, {"A.", "B.", "C."})):
+        loaded = _Loaded(base=1, codes=[], states=[])
+        loaded.libraries = set(libraries)
+        pool._loaded[id(top)] = loaded
+        if top is warm:
+            pool.mark_warm(top, "From Hammer Require Import Hammer.")  # type: ignore[arg-type]
+        await pool.release(top)  # type: ignore[arg-type]
+    assert cold.closed
+    assert not warm.closed

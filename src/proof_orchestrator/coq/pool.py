@@ -17,6 +17,15 @@ to the next hammer), then to the one sharing the longest prefix; and when
 the pool is full, the process that loaded the fewest libraries goes (the
 longest idle of those): in a fill run, evicting the oldest sent the hammer
 process away after almost every goal (128 library reads for 485 goals).
+
+That was not enough: on 11 files whose goals came in turn, a file's plain
+session took the hammer process (it had loaded the most of that file's
+libraries), the hammer session then read the library again in another
+process, and a full pool evicted whichever had fewer libraries (107 reads for
+237 hammer attempts). So a process that built such a cache is marked
+(:meth:`ProcessPool.mark_warm`, with the library its users load): sessions
+that load that library get it first, others only when nothing else is idle,
+and a full pool evicts it last.
 """
 
 from __future__ import annotations
@@ -45,12 +54,19 @@ class _Loaded:
     uses: int = 0
     #: every library-loading sentence this process has run, backtracked or not
     libraries: set[str] = field(default_factory=set)
+    #: it holds a cache that cost CPU to build (CoqHammer's ATP library), see ``mark_warm``
+    warm: bool = False
+    #: the library sentence of the sessions that use that cache (None: any session)
+    wanted_by: str | None = None
 
-    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[int, int, int]:
-        """How well this process suits ``prefix``: the most of the prefix's
-        ``libraries`` it has loaded before, then the fewest others (a process warmed
-        for other work is kept for that work), then the longest prefix it holds."""
+    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[bool, int, int, int]:
+        """How well this process suits ``prefix``: a warm process goes to a session
+        that loads what it is warm for (any other only when nothing else is idle),
+        then the most of the prefix's ``libraries`` loaded before, then the fewest
+        others (a process warmed for other work is kept for that work), then the
+        longest prefix it holds."""
         return (
+            not self.warm or self.wanted_by is None or self.wanted_by in libraries,
             len(libraries & self.libraries),
             -len(self.libraries - libraries),
             self.common(prefix),
@@ -112,11 +128,23 @@ class ProcessPool:
             return
         self._idle.append((top, loaded))
         while len(self._idle) > self.settings.max_idle:
-            # the cheapest to make again goes: the fewest libraries loaded, then the
-            # longest idle (a process that loaded CoqHammer and read its library stays)
-            cheapest = min(range(len(self._idle)), key=lambda i: len(self._idle[i][1].libraries))
+            # the cheapest to make again goes: a cold one, the fewest libraries loaded,
+            # then the longest idle (a process that read CoqHammer's library stays)
+            cheapest = min(
+                range(len(self._idle)),
+                key=lambda i: (self._idle[i][1].warm, len(self._idle[i][1].libraries)),
+            )
             gone, _ = self._idle.pop(cheapest)
             await gone.aclose()
+
+    def mark_warm(self, top: CoqTop, wanted_by: str | None = None) -> None:
+        """``top`` (in use) now holds a cache that cost CPU to build: sessions whose
+        prefix loads ``wanted_by`` (None: any) get it first, sessions that do not
+        load it get it last, and a full pool evicts it last."""
+        loaded = self._loaded.get(id(top))
+        if loaded is not None:
+            loaded.warm = True
+            loaded.wanted_by = wanted_by
 
     async def load(self, top: CoqTop, prefix: Sequence[str]) -> int:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""

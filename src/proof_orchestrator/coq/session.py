@@ -113,6 +113,12 @@ class CoqSession:
 
     # -- opening and closing ----------------------------------------------
 
+    def mark_warm(self, wanted_by: str | None = None) -> None:
+        """This session's process now holds a costly cache (CoqHammer's ATP library):
+        the pool keeps it for sessions whose prefix loads ``wanted_by`` (None: any)."""
+        if self._top is not None:
+            self._prover.pool.mark_warm(self._top, wanted_by)
+
     async def _open(self) -> None:
         self._top = await self._prover.pool.acquire(self._prefix)
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before

@@ -168,6 +168,11 @@ async def read_atp_library(session: CoqSession) -> float:
     # called, and then the library has not been read: the next call reads it
     if session.pid == pid and (not closed or spent > 2.0):  # the process was not replaced
         _WARM.add(pid)
+        # kept for the next hammer: a side session loads CoqHammer just before the
+        # statement (its users are the sessions that load it); a file that loads
+        # CoqHammer itself shares the process with all its sessions
+        side = HAMMER_PREAMBLE[0] in session.prefix
+        session.mark_warm(HAMMER_PREAMBLE[0] if side else None)
     await session.back_to(session.root)
     return spent
 
