@@ -296,6 +296,7 @@ class _IdleTop:
     def __init__(self) -> None:
         self.alive = True
         self.closed = False
+        self.pid: int | None = None
         self.current = 1
 
     def rss_bytes(self) -> int:

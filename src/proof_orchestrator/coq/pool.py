@@ -30,6 +30,7 @@ and a full pool evicts it last.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ from ..provers.settings import CoqSettings
 from .coqtop import CoqTop
 
 __all__ = ["ProcessPool"]
+
+log = logging.getLogger(__name__)
 
 #: a sentence that loads a library (``Require Import X.``, ``From L Require X.``)
 _LIBRARY_LOAD = re.compile(r"^(?:From\s+\S+\s+)?Require\b")
@@ -113,6 +116,7 @@ class ProcessPool:
             await top.aclose()
         top = await self._start()
         self.started += 1
+        log.debug("coqtop %s started for %d libraries", top.pid, len(libraries))
         self._loaded[id(top)] = _Loaded(base=top.current, codes=[], states=[])
         return top
 
@@ -120,10 +124,20 @@ class ProcessPool:
         """Back to the pool, or closed when it is worn out, too big, or the pool is shut."""
         loaded = self._loaded.pop(id(top), None)
         if loaded is None or not top.alive or self._closed:
+            if loaded is not None and not top.alive:
+                log.debug("coqtop %s gone (warm %s): %s", top.pid, loaded.warm, top.fault)
             await top.aclose()
             return
         loaded.uses += 1
-        if loaded.uses >= self.settings.max_uses or top.rss_bytes() > self.settings.rss_cap:
+        rss = top.rss_bytes()
+        if loaded.uses >= self.settings.max_uses or rss > self.settings.rss_cap:
+            log.debug(
+                "coqtop %s retired (warm %s): %d uses, %.2f GiB",
+                top.pid,
+                loaded.warm,
+                loaded.uses,
+                rss / 1024**3,
+            )
             await top.aclose()
             return
         self._idle.append((top, loaded))
@@ -134,7 +148,8 @@ class ProcessPool:
                 range(len(self._idle)),
                 key=lambda i: (self._idle[i][1].warm, len(self._idle[i][1].libraries)),
             )
-            gone, _ = self._idle.pop(cheapest)
+            gone, why = self._idle.pop(cheapest)
+            log.debug("coqtop %s evicted (warm %s)", gone.pid, why.warm)
             await gone.aclose()
 
     def mark_warm(self, top: CoqTop, wanted_by: str | None = None) -> None:
