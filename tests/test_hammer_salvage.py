@@ -11,8 +11,9 @@ These tests run the real prover and CoqHammer's real ATPs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -55,80 +56,73 @@ async def _atps_running(session: CoqSession) -> None:
     raise AssertionError("hammer started no ATP within 10 s")
 
 
-async def _hammer_side(
+@contextlib.asynccontextmanager
+async def _warm_hammer_session(
     write_v: Callable[[str, str], Path],
-) -> tuple[CoqProver, object, CoqSession, object, CoqSession]:
+) -> AsyncIterator[tuple[CoqProver, CoqSession]]:
+    """A hammer side session on :data:`HARD` whose process has read the ATP library."""
     hammer_environment()
     path = write_v("Hard.v", HARD)
     (hole,) = scan_coq_file(path)
     prover = CoqProver()
-    opening = prover.session(hole.goal, HARD, hole.prefix_end, hole.statement_start)
-    main = await opening.__aenter__()
-    side_opening = main.side_session(HAMMER_PREAMBLE)
-    side = await side_opening.__aenter__()
-    assert await read_atp_library(side) > 2.0  # the read happened, in this process
-    return prover, opening, main, side_opening, side
+    try:
+        opening = prover.session(hole.goal, HARD, hole.prefix_end, hole.statement_start)
+        async with opening as main, main.side_session(HAMMER_PREAMBLE) as side:
+            assert await read_atp_library(side) > 2.0  # the read happened, in this process
+            await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
+            yield prover, side
+    finally:
+        await prover.aclose()
+
+
+async def _cancel_hammer(side: CoqSession, salvage: float) -> None:
+    """Start ``hammer.``, and cancel it once its ATPs are at work."""
+    call = asyncio.create_task(side.run_tactic("hammer.", side.root, timeout=30, salvage=salvage))
+    await _atps_running(side)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
 
 
 async def test_a_cancelled_hammer_call_keeps_its_process_and_its_atp_library(
     write_v: Callable[[str, str], Path],
 ) -> None:
-    prover, opening, main, side_opening, side = await _hammer_side(write_v)
-    pid = side.pid
-    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
-    call = asyncio.create_task(
-        side.run_tactic("hammer.", side.root, timeout=30, salvage=SALVAGE_SECONDS)
-    )
-    await _atps_running(side)
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    assert side.pid == pid
-    assert side.replacements == 0
-    # the same process answers, from the root, and its ATP library is still read
-    assert await read_atp_library(side) == 0.0
-    after = await side.run_tactic("intros; split; [lia | lia].", side.root, timeout=10)
-    assert after.status is not TacticStatus.TIMEOUT
-    assert side.pid == pid
-    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await prover.aclose()
+    async with _warm_hammer_session(write_v) as (_, side):
+        pid = side.pid
+        await _cancel_hammer(side, SALVAGE_SECONDS)
+        assert side.pid == pid
+        assert side.replacements == 0
+        # the same process answers, from the root, and its ATP library is still read
+        assert await read_atp_library(side) == 0.0
+        after = await side.run_tactic("intros; split; [lia | lia].", side.root, timeout=10)
+        assert after.status is not TacticStatus.TIMEOUT
+        assert side.pid == pid
 
 
-async def test_without_salvage_a_cancelled_call_still_kills_the_process(
+async def test_any_cancelled_request_on_a_warm_process_keeps_it(
     write_v: Callable[[str, str], Path],
 ) -> None:
-    """The old behaviour is kept for every other request: its answer would come unasked."""
-    prover, opening, main, side_opening, side = await _hammer_side(write_v)
-    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
-    call = asyncio.create_task(side.run_tactic("hammer.", side.root, timeout=30))
-    await _atps_running(side)
-    top = side._top
-    call.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await call
-    assert top is not None and not top.alive
-    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await prover.aclose()
+    """The process read CoqHammer's library (the pool marked it warm), so even a request
+    that asks for no salvage (settings, ``BackTo``, a replayed script) keeps it when
+    cancelled; a cold process is still killed (``test_coqtop``)."""
+    async with _warm_hammer_session(write_v) as (_, side):
+        pid = side.pid
+        await _cancel_hammer(side, 0.0)
+        assert side.pid == pid
+        assert side.replacements == 0
+        after = await side.run_tactic("intros; split; [lia | lia].", side.root, timeout=10)
+        assert after.status is not TacticStatus.TIMEOUT
 
 
 async def test_a_hammer_call_past_its_cpu_limit_times_out_and_keeps_its_process(
     write_v: Callable[[str, str], Path],
 ) -> None:
-    prover, opening, main, side_opening, side = await _hammer_side(write_v)
-    pid = side.pid
-    await side.run_script(["Set Hammer ATPLimit 30."], side.root, timeout=5)
-    cut = await side.run_tactic(
-        "hammer.", side.root, timeout=30, cpu_limit=3.0, salvage=SALVAGE_SECONDS
-    )
-    assert cut.status is TacticStatus.TIMEOUT
-    assert side.pid == pid and side.replacements == 0
-    assert await read_atp_library(side) == 0.0
-    # and without salvage the guard replaces the process, as before
-    replaced = await side.run_tactic("hammer.", side.root, timeout=30, cpu_limit=3.0)
-    assert replaced.status is TacticStatus.TIMEOUT
-    assert side.replacements == 1 and side.pid != pid
-    await side_opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await opening.__aexit__(None, None, None)  # type: ignore[attr-defined]
-    await prover.aclose()
+    async with _warm_hammer_session(write_v) as (_, side):
+        pid = side.pid
+        cut = await side.run_tactic(
+            "hammer.", side.root, timeout=30, cpu_limit=3.0, salvage=SALVAGE_SECONDS
+        )
+        assert cut.status is TacticStatus.TIMEOUT
+        assert side.pid == pid
+        assert side.replacements == 0
+        assert await read_atp_library(side) == 0.0

@@ -233,6 +233,9 @@ class CoqTop:
         self._meter: DescendantMeter | None = None
         #: the current request passed its CPU limit and its helpers were killed
         self._cut = False
+        #: the ``salvage`` every request gets (see :meth:`send_many`): set on a process
+        #: that holds a costly cache, so that a cancelled request does not lose it
+        self.salvage_seconds = 0.0
         self._throttle = throttle
         self._memory_bytes = memory_bytes
 
@@ -418,6 +421,7 @@ class CoqTop:
                 await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
             self.requests += len(lines)
             TRAFFIC.count(len(lines))
+            salvage = max(salvage, self.salvage_seconds)
             meter = self._descendants() if measure else None
             self._cut = False
             # most replies come within milliseconds: the sampler starts only
@@ -440,8 +444,9 @@ class CoqTop:
                     raw.append((reply, time.monotonic() - started))
             except asyncio.CancelledError:
                 pending = len(lines) - len(raw)
-                if salvage and meter is not None:
-                    if await asyncio.shield(self._salvage(meter, pending, salvage)):
+                helpers = self._descendants()
+                if salvage and helpers is not None:
+                    if await asyncio.shield(self._salvage(helpers, pending, salvage)):
                         log.debug("coqtop %s kept after a cancelled request", self.pid)
                         raise
                     log.debug("coqtop %s killed: a cancelled request did not end", self.pid)

@@ -43,6 +43,9 @@ __all__ = ["ProcessPool"]
 
 log = logging.getLogger(__name__)
 
+#: seconds a cancelled request on a warm process gets to end (``CoqTop.salvage_seconds``)
+WARM_SALVAGE_SECONDS = 3.0
+
 #: a sentence that loads a library (``Require Import X.``, ``From L Require X.``)
 _LIBRARY_LOAD = re.compile(r"^(?:From\s+\S+\s+)?Require\b")
 
@@ -160,6 +163,9 @@ class ProcessPool:
         if loaded is not None:
             loaded.warm = True
             loaded.wanted_by = wanted_by
+        # a cancelled request (another strategy won, the goal's time is up) would
+        # kill it: its helpers go instead, and it gets a moment to answer
+        top.salvage_seconds = WARM_SALVAGE_SECONDS
 
     async def load(self, top: CoqTop, prefix: Sequence[str]) -> int:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""

@@ -25,8 +25,9 @@ class CoqSettings:
     grace: float = 5.0
     #: a process serves at most this many sessions
     max_uses: int = 200
-    #: a process above this resident size is retired after its session
-    rss_cap: int = 2 * 1024**3
+    #: a process above this resident size is retired after its session (one that has
+    #: read CoqHammer's ATP library on the stdlib holds about 1.7 GiB)
+    rss_cap: int = 3 * 1024**3
     #: idle processes kept per prover
     max_idle: int = 2
     #: address-space cap of one coqtop, MiB (None: ``ORCH_PROVER_MEMORY_MB`` or 4 GiB)
