@@ -87,11 +87,16 @@ def test_functor_parameters_are_known_for_each_lemma_in_their_scope() -> None:
         "Module Type Sig.\n  Declare Module N : NAxiomsSig.\n"
         "  Lemma b : True. Proof. exact I. Qed.\nEnd Sig.\n"
         "Lemma c : True. Proof. exact I. Qed.\n"
+        "Module Bridge (Import M : S) <: S with Module E := M.E.\n"
+        "  Lemma d : True. Proof. exact I. Qed.\nEnd Bridge.\n"
+        "Module Alias := Make.\n"
+        "Lemma e : True. Proof. exact I. Qed.\n"
     )
     assert module_parameters("Module Import M (Import X : T).") == ["X"]
     assert functor_parameters(text) == {
         "Make.a": frozenset({"O", "P", "Q"}),
         "Sig.b": frozenset({"N"}),
+        "Bridge.d": frozenset({"M"}),
     }
     assert is_parameter("O.lt_trans", frozenset({"O"}))
     assert not is_parameter("Classical_Prop.classic", frozenset({"O"}))

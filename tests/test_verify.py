@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import pytest
+
+from proof_orchestrator.coq.audit import library_axiom
 from proof_orchestrator.coq.holes import declared_axioms, scan_coq_text
+from proof_orchestrator.coq.project import coq_library_folders
 from proof_orchestrator.coq.verify import CoqVerifier, parse_assumptions
 from proof_orchestrator.provers.base import Verdict, VerificationResult
 
@@ -119,12 +124,37 @@ async def test_a_library_axiom_the_files_finished_proofs_use_is_trusted(
     assert await _verify_target(path, original, "exact NNPP.") is Verdict.ACCEPTED
 
 
-async def test_a_library_axiom_no_finished_proof_uses_is_new(
+async def test_an_axiom_a_loaded_library_declares_is_trusted_without_a_finished_proof(
     write_v: Callable[[str, str], Path],
 ) -> None:
+    """No finished proof of the file uses `classic`, but the file loads `Classical`,
+    whose source declares it: loading it is the user's trust (a copy of a library
+    file with every proof admitted has no finished proof to show it)."""
     original = TRUSTING.format(early="")
     path = write_v("T.v", original)
-    assert await _verify_target(path, original, "exact NNPP.") is Verdict.NEW_ASSUMPTIONS
+    assert await _verify_target(path, original, "exact NNPP.") is Verdict.ACCEPTED
+
+
+REALS = """\
+Require Import Reals.
+Open Scope R_scope.
+Lemma target : forall x : R, x <= x.
+Admitted.
+"""
+
+
+async def test_a_reals_proof_resting_on_the_reals_axioms_is_accepted(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """Any proof about `R` rests on `ClassicalDedekindReals.sig_forall_dec` (and most on
+    `functional_extensionality_dep`): axioms the Reals declare, so accepted in a file
+    with no finished proof (fill refused 19 such proofs of one held-out file)."""
+    path = write_v("R.v", REALS)
+    patched = REALS.replace(
+        "x <= x.\nAdmitted.", "x <= x.\nProof. intros; right; reflexivity. Qed."
+    )
+    result = await _result(path, patched, REALS, "target")
+    assert result.verdict is Verdict.ACCEPTED, result.detail
 
 
 async def test_a_hole_used_by_a_finished_proof_is_not_trusted(
@@ -209,7 +239,7 @@ async def test_inside_a_functors_section_the_section_variables_are_not_new_axiom
 
 IMPORTING_FUNCTOR = """\
 Require Import Coq.Structures.OrderedType.
-Require Coq.Logic.Classical_Prop.
+Require Cheats.Cheat.
 Module Make (O : OrderedType).
   Import O.
   Lemma target : forall x y z, lt x y -> lt y z -> lt x z.
@@ -233,13 +263,33 @@ async def test_after_import_a_parameters_members_printed_unqualified_are_not_axi
     assert await _verify(path, patched, IMPORTING_FUNCTOR) is Verdict.ACCEPTED
 
 
+@pytest.fixture
+def cheats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """An installed library (on ``COQPATH``) whose ``cheat`` is an ``Admitted`` lemma:
+    an axiom to ``Print Assumptions``, but no axiom its source declares."""
+    root = tmp_path / "coqpath"
+    (root / "Cheats").mkdir(parents=True)
+    (root / "Cheats" / "Cheat.v").write_text(
+        "Lemma cheat : forall P : Prop, P.\nAdmitted.\n", encoding="utf-8"
+    )
+    subprocess.run(
+        ["coqc", "-Q", ".", "Cheats", "Cheat.v"], cwd=root / "Cheats", check=True, timeout=120
+    )
+    monkeypatch.setenv("COQPATH", str(root))
+    coq_library_folders.cache_clear()
+    yield
+    coq_library_folders.cache_clear()
+
+
+@pytest.mark.usefixtures("cheats")
 async def test_inside_a_functor_a_real_new_axiom_is_still_refused(
     write_v: Callable[[str, str], Path],
 ) -> None:
-    """`classic` is no parameter and no finished proof of the file uses it: refused, named."""
+    """`Cheat.cheat` is no parameter, no finished proof of the file uses it, and the
+    library that has it declares no such axiom (it is an admitted lemma): refused, named."""
     path = write_v("H.v", IMPORTING_FUNCTOR)
     patched = _importing_patched(
-        "intros; destruct (Coq.Logic.Classical_Prop.classic True); eapply lt_trans; eauto."
+        "intros; destruct (Cheats.Cheat.cheat True); eapply lt_trans; eauto."
     )
     goal = next(h.goal for h in scan_coq_text(path, IMPORTING_FUNCTOR) if h.goal.name == "target")
     verifier = CoqVerifier()
@@ -250,4 +300,55 @@ async def test_inside_a_functor_a_real_new_axiom_is_still_refused(
     finally:
         await verifier.aclose()
     assert result.verdict is Verdict.NEW_ASSUMPTIONS, result.detail
-    assert any("classic" in entry for entry in result.new_assumptions), result.new_assumptions
+    assert any("cheat" in entry for entry in result.new_assumptions), result.new_assumptions
+
+
+def test_library_axiom_reads_the_axiom_sentences_of_the_librarys_source(tmp_path: Path) -> None:
+    theories, contrib = tmp_path / "theories", tmp_path / "user-contrib"
+    (theories / "Logic").mkdir(parents=True)
+    (theories / "Logic" / "Ax.v").write_text(
+        "(* Axiom in_comment : False. *)\n"
+        "Axiom top : forall P : Prop, P \\/ ~ P.\n"
+        "Axioms (a b : nat) (c : bool).\n"
+        "Lemma admitted : False.\nAdmitted.\n"
+        "Module Type Sig.\n  Parameter signature_only : nat.\nEnd Sig.\n"
+        "Module Inner.\n  Local Axiom nested : True.\nEnd Inner.\n",
+        encoding="utf-8",
+    )
+    (contrib / "Lib").mkdir(parents=True)
+    (contrib / "Lib" / "L.v").write_text("Parameter lib_param : Type.\n", encoding="utf-8")
+    folders = (theories, contrib)
+    for name in ("top", "a", "b", "c", "Inner.nested"):
+        assert library_axiom(f"Coq.Logic.Ax.{name}", folders), name
+    assert library_axiom("Lib.L.lib_param", folders)
+    for name in ("in_comment", "admitted", "Sig.signature_only", "nested", "absent"):
+        assert not library_axiom(f"Coq.Logic.Ax.{name}", folders), name
+    assert not library_axiom("Coq.Logic.Missing.top", folders)
+    assert not library_axiom("top", folders)
+
+
+CONSTRAINED_FUNCTOR = """\
+Require Import Coq.Structures.OrderedType.
+Module Type S.
+  Declare Module E : OrderedType.
+End S.
+Module Make (Import M : S) <: S with Module E := M.E.
+  Lemma target : forall x y z, E.lt x y -> E.lt y z -> E.lt x z.
+  Admitted.
+  Module E := M.E.
+End Make.
+"""
+
+
+async def test_a_functor_constrained_with_a_module_equation_keeps_its_parameters(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """`Module Make (Import M : S) <: S with Module E := M.E.` opens a functor (its `:=`
+    is the constraint's); `E.lt_trans` is the parameter's `M.E.lt_trans`, printed through
+    `Import M`: a hypothesis, not an axiom (a stdlib bridge functor's proof was refused)."""
+    path = write_v("B.v", CONSTRAINED_FUNCTOR)
+    patched = CONSTRAINED_FUNCTOR.replace(
+        "E.lt x z.\n  Admitted.", "E.lt x z.\n  Proof. intros; eapply E.lt_trans; eauto. Qed."
+    )
+    result = await _result(path, patched, CONSTRAINED_FUNCTOR, "Make.target")
+    assert result.verdict is Verdict.ACCEPTED, result.detail

@@ -11,6 +11,13 @@ A proof is accepted when everything ``Print Assumptions`` lists for it is
 * in the file's *trust base*: a library axiom that the file's finished
   (``Qed``) proofs already rest on (:class:`TrustBase` in a session,
   :meth:`.verify.CoqVerifier.trust_base` for a compiled file);
+* an axiom that an installed library the file loads declares (``Axiom``,
+  ``Parameter``, ``Conjecture`` in its source, :func:`library_axiom`): the
+  Reals' ``ClassicalDedekindReals.sig_forall_dec``, ``Classical_Prop.classic``.
+  Loading the library is the user's trust in it, as Lean's tools accept the
+  axioms its core declares; a file with every proof admitted has no finished
+  proof to show that trust, and a Reals lemma rests on those axioms whatever
+  its proof. An ``Admitted`` lemma of a library is still refused;
 * a parameter of a functor the lemma is in (``O.lt_trans`` inside ``Module
   Make (O : OrderedType)``: :func:`is_parameter`, with the names from
   :func:`~.holes.functor_parameters`); or
@@ -28,6 +35,7 @@ new assumption, and the proof is refused with it named.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +43,8 @@ from typing import Any
 
 from ..goals import HoleUse
 from .holes import CoqHole, declared_axioms, functor_parameters, scan_coq_text
+from .project import coq_library_folders
+from .syntax import split_sentences
 
 __all__ = [
     "LOGICAL_ROOT",
@@ -45,6 +55,7 @@ __all__ = [
     "from_outside",
     "functor_parameters",
     "is_parameter",
+    "library_axiom",
     "listed_axioms",
     "located_constant",
     "new_axioms",
@@ -183,6 +194,86 @@ class TrustBase:
             self._asked += 1
             self._axioms.update(listed_axioms(await session.query(f"Print Assumptions {name}.")))
         return frozenset(self._axioms)
+
+
+#: a sentence that declares axioms, its modifiers and attributes skipped: the names come next
+_AXIOM_SENTENCE = re.compile(
+    r"\s*(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Monomorphic)\s+)*"
+    r"(?:Axiom|Parameter|Conjecture)s?\s+(.*)\Z",
+    re.S,
+)
+
+
+#: a sentence that opens a module or section (``Module Type``'s ``Parameter``s are no axioms)
+_OPENS = re.compile(r"\s*(Module|Section)\s+(?:(Import|Export|Type)\s+)?([A-Za-z_][\w']*)")
+
+
+@functools.cache
+def _axioms_declared_in(file: Path) -> frozenset[str]:
+    """The names, qualified by the modules they sit in (``M.ax``), that ``file``'s
+    axiom sentences declare outside module types (``Axioms a b : T.``,
+    ``Parameter (x : T).``)."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return frozenset()
+    names: set[str] = set()
+    #: open scopes: (name, qualifies names, is a module type)
+    scopes: list[tuple[str, bool, bool]] = []
+    for sentence in split_sentences(text):
+        code = sentence.code
+        opened = _OPENS.match(code)
+        if opened and (opened.group(1) == "Section" or ":=" not in code.split(" with ")[0]):
+            kind, flavour, name = opened.groups()
+            scopes.append((name, kind == "Module", flavour == "Type"))
+            continue
+        ended = re.match(r"\s*End\s+([A-Za-z_][\w']*)", code)
+        if ended and scopes and scopes[-1][0] == ended.group(1):
+            scopes.pop()
+            continue
+        match = _AXIOM_SENTENCE.match(code)
+        if match is None or any(module_type for _, _, module_type in scopes):
+            continue
+        rest = match.group(1)
+        if rest.lstrip().startswith("("):  # binders: (x y : T) (z : U)
+            heads = re.findall(r"\(\s*([^():]*?)\s*:", rest)
+        else:
+            heads = [rest.split(":", 1)[0]]
+        path = [name for name, qualifies, _ in scopes if qualifies]
+        names.update(
+            ".".join([*path, n]) for head in heads for n in re.findall(r"[A-Za-z_][\w']*", head)
+        )
+    return frozenset(names)
+
+
+def library_axiom(full: str, folders: Sequence[Path] | None = None) -> bool:
+    """Whether the constant ``full`` (its full name, as ``Locate`` gives it:
+    ``Coq.Reals.ClassicalDedekindReals.sig_forall_dec``) is declared by an axiom
+    sentence in the source of an installed library: Coq's ``theories`` for the
+    ``Coq`` prefix, ``user-contrib`` and ``COQPATH`` folders for the others
+    (``folders``: those, from ``coqc -where``, by default). False when no source
+    is found: an ``Admitted`` lemma, or a library shipped without sources.
+    """
+    parts = full.split(".")
+    if len(parts) < 2:
+        return False
+    name = parts[-1]
+    roots: list[tuple[Path, list[str]]] = []
+    for folder in folders if folders is not None else coq_library_folders():
+        if folder.name == "theories":
+            roots.append((folder, ["Coq"]))
+        else:
+            roots.append((folder, []))
+    for folder, prefix in roots:
+        if parts[: len(prefix)] != prefix:
+            continue
+        modules = parts[len(prefix) : -1]
+        # the file is the longest module path that exists (the rest are modules in it)
+        for cut in range(len(modules), 0, -1):
+            file = folder.joinpath(*modules[: cut - 1], modules[cut - 1] + ".v")
+            if file.is_file():
+                return ".".join([*modules[cut:], name]) in _axioms_declared_in(file)
+    return False
 
 
 def source_of(logical: str, flags: Sequence[str], cwd: Path) -> tuple[Path, str] | None:

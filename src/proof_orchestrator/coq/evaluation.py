@@ -29,6 +29,7 @@ from .audit import (
     TrustBase,
     as_parameter,
     is_parameter,
+    library_axiom,
     listed_axioms,
     located_constant,
     unexplained,
@@ -179,6 +180,13 @@ async def _checked(
     if ok and extra:
         own = await audit.original_axioms(session, hole.goal.name, budget.tactic_seconds + 5)
         extra = [name for name in extra if name not in own]
+    if ok and extra:
+        # an axiom an installed library declares (the same rule as the verifier's)
+        extra = [
+            name
+            for name in extra
+            if not library_axiom(located_constant(await session.query(f"Locate {name}.")) or name)
+        ]
     solved = ok and not extra
     return solved, "" if solved else "rejected: " + ", ".join(extra), script
 

@@ -148,11 +148,12 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
             scope.append(("section", words[1]))
             section_binders.append([])
             parameters.append([])
-        elif keyword == "Module" and len(words) >= 2 and ":=" not in code:
+        elif keyword == "Module" and len(words) >= 2 and ":=" not in code.split(" with ")[0]:
             name_index = 2 if words[1] in ("Import", "Export", "Type") else 1
             named = (
                 re.match(r"[A-Za-z_][\w']*", words[name_index]) if name_index < len(words) else None
             )
+            # (``:=`` only in ``<: S with Module E := M.E`` still opens a module)
             if named:  # ``Module Make(D:T).`` has no space before its parameter
                 scope.append(("module", named.group()))
                 section_binders.append([])

@@ -13,7 +13,10 @@ accepted only if its assumptions are a subset of
 * the file's trust base: the library axioms that the original file's own
   finished (``Qed``) proofs already rest on. A file about
   ``Ensembles`` whose proofs use ``Extensionality_Ensembles`` may get one more
-  proof that uses it; a file none of whose proofs uses ``classic`` may not.
+  proof that uses it;
+* an axiom that an installed library the file loads declares in its source
+  (:func:`~.audit.library_axiom`: ``sig_forall_dec`` under the Reals,
+  ``classic`` once ``Classical`` is loaded): loading it is the user's trust.
 
 A proof whose only other new assumptions are *holes* of the project (an
 ``Admitted`` lemma that is itself a goal, in this file or in a project file it
@@ -45,8 +48,10 @@ from .audit import (
     ProjectHoles,
     from_outside,
     is_parameter,
+    library_axiom,
     located_constant,
     parse_assumptions,
+    source_of,
     without_section_variables,
 )
 from .coqtop import CoqTop
@@ -224,8 +229,21 @@ class CoqVerifier:
         resolve stays as it was (and is refused). Costs nothing when every name
         is qualified.
         """
+        parameters = functor_parameters(text)
+
+        def unresolved(key: str, name: str) -> bool:
+            # unqualified, or qualified by a module that is no parameter (``E.eq`` after
+            # ``Import M`` where ``M`` has ``E``): ``Locate`` says ``M.E.eq`` if it is
+            head = key.split(".", 1)[0]
+            return (
+                " " not in key
+                and "<" not in key
+                and ("." not in key or head != path.stem)
+                and not is_parameter(key, parameters.get(name, frozenset()))
+            )
+
         wanted = {
-            name: sorted(k for k in keys if "." not in k and " " not in k and "<" not in k)
+            name: sorted(k for k in keys if unresolved(k, name))
             for name, keys in found.items()
             if name in ends
         }
@@ -354,20 +372,23 @@ class CoqVerifier:
         unexplained: dict[str, list[str]],
         uses: dict[str, list[HoleUse]],
     ) -> list[str]:
-        """Of the ``unexplained`` assumptions (by lemma), those that are no hole of the
-        project's other files, as ``"lemma: key"`` entries; the holes go to ``uses``.
+        """Of the ``unexplained`` assumptions (by lemma), those that are neither a hole
+        of the project's other files nor an axiom an installed library declares, as
+        ``"lemma: key"`` entries; the holes go to ``uses``.
 
         ``Print Assumptions`` prints a constant by its shortest unambiguous name
-        (``B.b`` for ``Lib.B.b``); ``Locate`` in the same environment gives the
-        full name, which :class:`~.audit.ProjectHoles` resolves to a file. One
-        more ``coqtop`` only when some assumption is a qualified name.
+        (``B.b`` for ``Lib.B.b``, ``classic`` after ``Import Classical``);
+        ``Locate`` in the same environment gives the full name, which
+        :class:`~.audit.ProjectHoles` resolves to a file of the project and
+        :func:`~.audit.library_axiom` to a library's axiom. One more ``coqtop``
+        only when some assumption is left.
         """
         names = sorted(
             {
                 key
                 for keys in unexplained.values()
                 for key in keys
-                if "." in key and " " not in key and not key.startswith("<")
+                if " " not in key and not key.startswith("<")
             }
         )
         located = await self._locate(path, build, names) if names else {}
@@ -376,11 +397,16 @@ class CoqVerifier:
             for key in keys:
                 full = located.get(key)
                 hole = self.project_holes.hole(full, path) if full else None
-                if hole is None:
-                    offending.append(f"{name}: {key}")
-                else:
+                if hole is not None:
                     uses.setdefault(name, []).append(hole)
+                elif full is None or not self._library_axiom(full):
+                    offending.append(f"{name}: {key}")
         return offending
+
+    def _library_axiom(self, full: str) -> bool:
+        """An axiom an installed library declares, and no constant of the project."""
+        inside = source_of(full, self.project_holes.flags, self.project_holes.cwd)
+        return inside is None and library_axiom(full)
 
     async def _locate(self, path: Path, build: _Build, keys: Sequence[str]) -> dict[str, str]:
         """The full name of each constant in ``keys``, as ``Locate`` gives it where the
