@@ -239,7 +239,6 @@ async def test_inside_a_functors_section_the_section_variables_are_not_new_axiom
 
 IMPORTING_FUNCTOR = """\
 Require Import Coq.Structures.OrderedType.
-Require Cheats.Cheat.
 Module Make (O : OrderedType).
   Import O.
   Lemma target : forall x y z, lt x y -> lt y z -> lt x z.
@@ -248,8 +247,8 @@ End Make.
 """
 
 
-def _importing_patched(body: str) -> str:
-    return IMPORTING_FUNCTOR.replace("lt x z.\n  Admitted.", f"lt x z.\n  Proof. {body} Qed.")
+def _importing_patched(body: str, original: str = IMPORTING_FUNCTOR) -> str:
+    return original.replace("lt x z.\n  Admitted.", f"lt x z.\n  Proof. {body} Qed.")
 
 
 async def test_after_import_a_parameters_members_printed_unqualified_are_not_axioms(
@@ -264,10 +263,13 @@ async def test_after_import_a_parameters_members_printed_unqualified_are_not_axi
 
 
 @pytest.fixture
-def cheats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """An installed library (on ``COQPATH``) whose ``cheat`` is an ``Admitted`` lemma:
-    an axiom to ``Print Assumptions``, but no axiom its source declares."""
-    root = tmp_path / "coqpath"
+def cheats(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """An installed library (on ``COQPATH``, outside the test's project folder) whose
+    ``cheat`` is an ``Admitted`` lemma: an axiom to ``Print Assumptions``, but no axiom
+    its source declares."""
+    root = tmp_path_factory.mktemp("coqpath")
     (root / "Cheats").mkdir(parents=True)
     (root / "Cheats" / "Cheat.v").write_text(
         "Lemma cheat : forall P : Prop, P.\nAdmitted.\n", encoding="utf-8"
@@ -287,16 +289,15 @@ async def test_inside_a_functor_a_real_new_axiom_is_still_refused(
 ) -> None:
     """`Cheat.cheat` is no parameter, no finished proof of the file uses it, and the
     library that has it declares no such axiom (it is an admitted lemma): refused, named."""
-    path = write_v("H.v", IMPORTING_FUNCTOR)
+    original = IMPORTING_FUNCTOR.replace("Module Make", "Require Cheats.Cheat.\nModule Make")
+    path = write_v("H.v", original)
     patched = _importing_patched(
-        "intros; destruct (Cheats.Cheat.cheat True); eapply lt_trans; eauto."
+        "intros; destruct (Cheats.Cheat.cheat True); eapply lt_trans; eauto.", original
     )
-    goal = next(h.goal for h in scan_coq_text(path, IMPORTING_FUNCTOR) if h.goal.name == "target")
+    goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == "target")
     verifier = CoqVerifier()
     try:
-        result = await verifier.verify(
-            path, IMPORTING_FUNCTOR, patched, [goal], declared_axioms(IMPORTING_FUNCTOR)
-        )
+        result = await verifier.verify(path, original, patched, [goal], declared_axioms(original))
     finally:
         await verifier.aclose()
     assert result.verdict is Verdict.NEW_ASSUMPTIONS, result.detail
@@ -350,5 +351,5 @@ async def test_a_functor_constrained_with_a_module_equation_keeps_its_parameters
     patched = CONSTRAINED_FUNCTOR.replace(
         "E.lt x z.\n  Admitted.", "E.lt x z.\n  Proof. intros; eapply E.lt_trans; eauto. Qed."
     )
-    result = await _result(path, patched, CONSTRAINED_FUNCTOR, "Make.target")
+    result = await _result(path, patched, CONSTRAINED_FUNCTOR, "target")
     assert result.verdict is Verdict.ACCEPTED, result.detail
