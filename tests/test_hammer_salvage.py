@@ -44,16 +44,25 @@ Admitted.
 
 
 async def _atps_running(session: CoqSession) -> None:
-    """Wait until the process has started helpers (the ATPs are at work)."""
+    """Wait until an ATP runs (not only CoqHammer's fork: before its ATPs start,
+    killing the fork leaves CoqHammer more in-process work to do)."""
     import psutil
 
     assert session.pid is not None
     process = psutil.Process(session.pid)
-    for _ in range(200):
-        if process.children(recursive=True):
+    for _ in range(600):
+        names = set()
+        for child in process.children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                names.add(child.name())
+        if names & _ATP_NAMES:
             return
         await asyncio.sleep(0.05)
-    raise AssertionError("hammer started no ATP within 10 s")
+    raise AssertionError("hammer started no ATP within 30 s")
+
+
+#: the programs CoqHammer runs as ATPs here
+_ATP_NAMES = {"eprover", "cvc4", "z3_tptp", "vampire"}
 
 
 @contextlib.asynccontextmanager
