@@ -141,6 +141,21 @@ LOAD_SECONDS = 60.0
 #: library it read, live on (measured: 0.2 s); a call still reading the library
 #: (no ATP running yet) is not saved and its process goes
 SALVAGE_SECONDS = 3.0
+#: Coq's wall-clock ``Timeout`` on ``hammer.``, per CPU second of its grant: the
+#: CPU guard is the cut, the wall clock only the second line
+WALL_PER_CPU = 2.0
+
+
+def hammer_limits(cpu_seconds: float) -> tuple[int, int]:
+    """CoqHammer's ATP and reconstruction time limits (s) for a grant of ``cpu_seconds``.
+
+    With ``GSMode 2`` two ATP runs go at once, so half the grant is all the ATPs can
+    use; the reconstruction tactics then get the same (CoqHammer's defaults,
+    20 s and 5 s, are for a ``hammer`` without a budget). The CPU guard cuts
+    whatever the two together run over.
+    """
+    half = max(1, math.ceil(cpu_seconds / 2))
+    return half, max(2, half)
 
 
 async def read_atp_library(session: CoqSession) -> float:
@@ -500,24 +515,23 @@ class HammerStrategy:
         self, session: CoqSession, budget: Budget, spent: Callable[[], float]
     ) -> TacticResult:
         """``hammer.`` at the root of ``session``, held to what is left of the CPU budget."""
-        # two ATPs run at once: their time limit is half the CPU budget
-        atp = max(1, math.floor(budget.cpu_seconds / 2))
+        atp, reconstr = hammer_limits(budget.cpu_seconds)
         settings = await session.run_script(
-            [f"Set Hammer ATPLimit {atp}.", f"Set Hammer ReconstrLimit {max(1, atp // 2)}."],
+            [f"Set Hammer ATPLimit {atp}.", f"Set Hammer ReconstrLimit {reconstr}."],
             session.root,
             timeout=5,
         )
         state = settings.state if settings.ok else session.root
-        # Coq's Timeout (wall-clock) ends the call and keeps the process, and the ATP
-        # library it has read, alive for the next goal; the two ATPs run at once
-        # for most of the call (about 1.8 CPU seconds per second), so it is set at
-        # half the CPU left. The CPU guard just above the budget kills the process:
-        # it only catches what Timeout does not stop in time.
+        # The CPU guard just above what is left cuts the call: it kills only the
+        # ATPs and the processes CoqHammer forked, and coqtop answers within
+        # SALVAGE_SECONDS with the ATP library still read. Coq's Timeout
+        # (wall-clock) is the second line, set wide: on a busy machine hammer
+        # gets far less than one CPU second per second.
         left = max(1.0, budget.cpu_seconds - spent())
         found = await session.run_tactic(
             "hammer.",
             state,
-            timeout=max(1.0, left / 2),
+            timeout=WALL_PER_CPU * left,
             cpu_limit=left + 0.5,
             salvage=SALVAGE_SECONDS,
         )
