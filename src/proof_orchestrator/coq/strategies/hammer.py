@@ -47,6 +47,7 @@ tactic was tried, so it is not an attempt.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import os
 import re
@@ -265,6 +266,12 @@ def printed_hints(tactic: str | None) -> dict[str, list[str]]:
     return hints
 
 
+#: the rewrites with at most this many lemmas are also tried in every orientation
+MAX_ORIENTED = 3
+#: split every ``match`` the goal has on what it matches on
+CASES = "intros; repeat match goal with |- context [match ?x with _ => _ end] => destruct x end; "
+
+
 def _with_lemmas(
     opening: str, use: str, constructors: str = "", lia: str | None = None
 ) -> list[str]:
@@ -296,6 +303,19 @@ def _with_lemmas(
             # one lemma's rewrite can hide the pattern of the next: the other order
             backwards = ", ".join(f"?{n}" for n in reversed(names))
             scripts.append(f"{opening}rewrite {backwards}; intuition (eauto{using}).")
+            scripts.append(f"{opening}rewrite {backwards}; auto.")
+        if len(names) <= MAX_ORIENTED:
+            # an equation the ATPs used right to left (``a*b - a*c`` folded back into
+            # ``a*(b-c)``): every orientation, in both orders
+            for order in dict.fromkeys((tuple(names), tuple(reversed(names)))):
+                for backwards in itertools.product((False, True), repeat=len(order)):
+                    if any(backwards):
+                        # once right to left (``rewrite <- ?L`` can loop: ``1`` to ``1 ^ n``)
+                        turned = "; ".join(
+                            f"try rewrite <- {n}" if back else f"rewrite ?{n}"
+                            for back, n in zip(backwards, order, strict=True)
+                        )
+                        scripts.append(f"{opening}{turned}; auto.")
         if lia:  # arithmetic once the lemmas are rewritten
             scripts += [
                 f"{opening}rewrite {rewrites} in *; {lia}.",
@@ -320,8 +340,13 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
     hints = printed_hints(reconstruction(output))
     unfold = ", ".join(hints.get("unfold", []))
     constructors = ", ".join(hints.get("ctrs", []))
-    # intros again: an unfolded definition may quantify (``Equal s s' := forall a, ...``)
-    openings = [f"intros; unfold {unfold} in *; intros; "] if unfold else []
+    # intros again: an unfolded definition may quantify (``Equal s s' := forall a, ...``);
+    # one defined by cases leaves a match to split (``powerRZ x n``: on ``n``)
+    openings = (
+        [f"intros; unfold {unfold} in *; intros; ", f"intros; unfold {unfold} in *; {CASES}"]
+        if unfold
+        else []
+    )
     openings.append("intros; ")
     found: list[str] = []
     spellings = [", ".join(hints.get("use", [])), ", ".join(dependencies(output))]
