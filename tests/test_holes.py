@@ -7,9 +7,12 @@ from pathlib import Path
 
 from proof_orchestrator.coq.audit import is_parameter
 from proof_orchestrator.coq.holes import (
+    axiom_names,
     declared_axioms,
     functor_parameters,
+    module_axioms,
     module_parameters,
+    opened_module,
     scan_coq_file,
     scan_coq_text,
 )
@@ -77,6 +80,36 @@ def test_declared_axioms() -> None:
         "p",
         "q",
     }
+
+
+def test_axiom_names_reads_every_form_of_axiom_sentence() -> None:
+    assert axiom_names("Axiom ax : False.") == ["ax"]
+    assert axiom_names("Axioms a b : nat.") == ["a", "b"]
+    assert axiom_names("Parameter (x y : nat) (z : bool).") == ["x", "y", "z"]
+    assert axiom_names("#[local] Polymorphic Conjecture c : True.") == ["c"]
+    assert axiom_names("Lemma l : True.") == []
+    assert declared_axioms("Parameter (x : nat) (y : bool).") == {"x", "y"}
+
+
+def test_opened_module_tells_modules_from_aliases() -> None:
+    assert opened_module("Module M.") == ("M", False)
+    assert opened_module("Module Type S.") == ("S", True)
+    assert opened_module("Module Import Make(D:T).") == ("Make", False)
+    assert opened_module("Module F (M : S) <: S with Module E := M.E.") == ("F", False)
+    assert opened_module("Module M := N.") is None
+    assert opened_module("Module M (X : T) := N X.") is None
+    assert opened_module("Section S.") is None
+
+
+def test_module_axioms_qualifies_by_module_and_skips_signatures() -> None:
+    text = (
+        "Axiom top : False.\n"
+        "Module Type Sig.\n  Parameter field : nat.\nEnd Sig.\n"
+        "Module A.\n  Section S.\n    Axiom inner : True.\n  End S.\n"
+        "  Module Alias := B.\n  Parameter p : nat.\nEnd A.\n"
+        "Axiom after : True.\n"
+    )
+    assert module_axioms(text) == {"top", "A.inner", "A.p", "after"}
 
 
 def test_functor_parameters_are_known_for_each_lemma_in_their_scope() -> None:

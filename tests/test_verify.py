@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.config import load_settings
 from proof_orchestrator.coq.audit import library_axiom
 from proof_orchestrator.coq.holes import declared_axioms, scan_coq_text
-from proof_orchestrator.coq.project import coq_library_folders
+from proof_orchestrator.coq.project import coq_library_roots
 from proof_orchestrator.coq.verify import CoqVerifier, parse_assumptions
 from proof_orchestrator.provers.base import Verdict, VerificationResult
 
@@ -31,11 +32,15 @@ def _patched(body: str, extra_before: str = "") -> str:
 
 
 async def _result(
-    path: Path, patched: str, original: str = ORIGINAL, name: str = "target"
+    path: Path,
+    patched: str,
+    original: str = ORIGINAL,
+    name: str = "target",
+    trust_library_axioms: bool = True,
 ) -> VerificationResult:
     """The verifier's answer on ``patched`` for the lemma ``name`` of ``original``."""
     goal = next(h.goal for h in scan_coq_text(path, original) if h.goal.name == name)
-    verifier = CoqVerifier()
+    verifier = CoqVerifier(trust_library_axioms=trust_library_axioms)
     try:
         return await verifier.verify(path, original, patched, [goal], declared_axioms(original))
     finally:
@@ -133,6 +138,24 @@ async def test_an_axiom_a_loaded_library_declares_is_trusted_without_a_finished_
     original = TRUSTING.format(early="")
     path = write_v("T.v", original)
     assert await _verify_target(path, original, "exact NNPP.") is Verdict.ACCEPTED
+
+
+async def test_strict_axioms_refuses_a_library_axiom_no_finished_proof_uses(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """``--strict-axioms``: the old rule, only the file's own finished proofs say what
+    it trusts; `classic` is refused, and named, until one of them rests on it."""
+    for early, expected in (("", Verdict.NEW_ASSUMPTIONS), (EARLY, Verdict.ACCEPTED)):
+        original = TRUSTING.format(early=early)
+        path = write_v("T.v", original)
+        patched = original.replace(
+            "Lemma target : forall P : Prop, ~ ~ P -> P.\nAdmitted.",
+            "Lemma target : forall P : Prop, ~ ~ P -> P.\nProof. exact NNPP. Qed.",
+        )
+        result = await _result(path, patched, original, trust_library_axioms=False)
+        assert result.verdict is expected, result.detail
+        if expected is Verdict.NEW_ASSUMPTIONS:
+            assert any("classic" in entry for entry in result.new_assumptions), result
 
 
 REALS = """\
@@ -278,9 +301,9 @@ def cheats(
         ["coqc", "-Q", ".", "Cheats", "Cheat.v"], cwd=root / "Cheats", check=True, timeout=120
     )
     monkeypatch.setenv("COQPATH", str(root))
-    coq_library_folders.cache_clear()
+    coq_library_roots.cache_clear()
     yield
-    coq_library_folders.cache_clear()
+    coq_library_roots.cache_clear()
 
 
 @pytest.mark.usefixtures("cheats")
@@ -318,14 +341,14 @@ def test_library_axiom_reads_the_axiom_sentences_of_the_librarys_source(tmp_path
     )
     (contrib / "Lib").mkdir(parents=True)
     (contrib / "Lib" / "L.v").write_text("Parameter lib_param : Type.\n", encoding="utf-8")
-    folders = (theories, contrib)
+    roots = ((theories, "Coq"), (contrib, ""))
     for name in ("top", "a", "b", "c", "Inner.nested"):
-        assert library_axiom(f"Coq.Logic.Ax.{name}", folders), name
-    assert library_axiom("Lib.L.lib_param", folders)
+        assert library_axiom(f"Coq.Logic.Ax.{name}", roots), name
+    assert library_axiom("Lib.L.lib_param", roots)
     for name in ("in_comment", "admitted", "Sig.signature_only", "nested", "absent"):
-        assert not library_axiom(f"Coq.Logic.Ax.{name}", folders), name
-    assert not library_axiom("Coq.Logic.Missing.top", folders)
-    assert not library_axiom("top", folders)
+        assert not library_axiom(f"Coq.Logic.Ax.{name}", roots), name
+    assert not library_axiom("Coq.Logic.Missing.top", roots)
+    assert not library_axiom("top", roots)
 
 
 CONSTRAINED_FUNCTOR = """\
@@ -353,3 +376,27 @@ async def test_a_functor_constrained_with_a_module_equation_keeps_its_parameters
     )
     result = await _result(path, patched, CONSTRAINED_FUNCTOR, "target")
     assert result.verdict is Verdict.ACCEPTED, result.detail
+
+
+async def test_strict_axioms_reaches_the_coq_verifier_from_flag_and_environment(
+    tmp_path: Path,
+) -> None:
+    """``--strict-axioms`` (or ``ORCH_STRICT_AXIOMS``) turns off the verifier's trust
+    in library axioms; by default it is on."""
+    from proof_orchestrator.cli.common import fill_options
+    from proof_orchestrator.coq.backend import CoqBackend
+    from proof_orchestrator.run.toolbox import tool_settings
+
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n", encoding="utf-8")
+    for flags, environ, trusted in (
+        ({}, {}, True),
+        ({"strict_axioms": True}, {}, False),
+        ({}, {"ORCH_STRICT_AXIOMS": "1"}, False),
+    ):
+        settings, _ = load_settings(tmp_path, flags, environ)
+        tools = CoqBackend().tools(path, tool_settings(fill_options(settings)))
+        try:
+            assert tools.verifier.trust_library_axioms is trusted, (flags, environ)
+        finally:
+            await tools.aclose()

@@ -70,6 +70,9 @@ class Settings:
     llm_budget_usd: float = 0.0
     #: refuse proofs that rest on other holes (closed modulo them) instead of writing them
     strict_holes: bool = False
+    #: Coq: refuse an axiom of a loaded library unless the file's own finished proofs
+    #: already rest on it (default: an axiom a loaded library declares is trusted)
+    strict_axioms: bool = False
     #: the project's own build command (``make -j2``), run in its root before a search;
     #: empty: orch compiles what the files need into ``.orch/build``
     build: str = ""

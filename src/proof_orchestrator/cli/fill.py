@@ -53,6 +53,7 @@ from .options import (
     PushOpt,
     RayAddress,
     Seed,
+    StrictAxioms,
     StrictHoles,
     TacticTimeout,
     UseLlm,
@@ -177,6 +178,7 @@ def fill_command(
     use_llm: UseLlm = None,
     llm_budget_usd: LlmBudget = None,
     strict_holes: StrictHoles = None,
+    strict_axioms: StrictAxioms = None,
     build: BuildCommand = None,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back.
@@ -347,6 +349,7 @@ def bg_command(
     memory_budget_mb: MemoryBudget = None,
     allow_import: AllowImport = None,
     strict_holes: StrictHoles = None,
+    strict_axioms: StrictAxioms = None,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits (repairing the proofs they
     broke, unless --no-repair), hold the CPU target."""

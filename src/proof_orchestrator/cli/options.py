@@ -72,6 +72,16 @@ StrictHoles = Annotated[
         "instead of writing it closed modulo them [ORCH_STRICT_HOLES, off]",
     ),
 ]
+StrictAxioms = Annotated[
+    bool | None,
+    typer.Option(
+        "--strict-axioms/--no-strict-axioms",
+        help="Coq: refuse a proof that rests on an axiom of a loaded library (classic, "
+        "functional_extensionality, the Reals' axioms...) unless the file's own finished "
+        "proofs already rest on it; by default an axiom a loaded library declares in its "
+        "source is trusted [ORCH_STRICT_AXIOMS, off]",
+    ),
+]
 BuildCommand = Annotated[
     str | None,
     typer.Option(

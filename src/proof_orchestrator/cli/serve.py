@@ -26,6 +26,7 @@ from .options import (
     CpuTarget,
     LlmBudget,
     Profile,
+    StrictAxioms,
     StrictHoles,
     TacticTimeout,
     UseLlm,
@@ -91,6 +92,7 @@ def mcp_command(
     llm_budget_usd: LlmBudget = None,
     allow_import: AllowImport = None,
     strict_holes: StrictHoles = None,
+    strict_axioms: StrictAxioms = None,
 ) -> None:
     """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
     try:

@@ -42,9 +42,8 @@ from pathlib import Path
 from typing import Any
 
 from ..goals import HoleUse
-from .holes import CoqHole, declared_axioms, functor_parameters, scan_coq_text
-from .project import coq_library_folders
-from .syntax import split_sentences
+from .holes import CoqHole, declared_axioms, functor_parameters, module_axioms, scan_coq_text
+from .project import coq_library_roots
 
 __all__ = [
     "LOGICAL_ROOT",
@@ -196,83 +195,50 @@ class TrustBase:
         return frozenset(self._axioms)
 
 
-#: a sentence that declares axioms, its modifiers and attributes skipped: the names come next
-_AXIOM_SENTENCE = re.compile(
-    r"\s*(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Monomorphic)\s+)*"
-    r"(?:Axiom|Parameter|Conjecture)s?\s+(.*)\Z",
-    re.S,
-)
-
-
-#: a sentence that opens a module or section (``Module Type``'s ``Parameter``s are no axioms)
-_OPENS = re.compile(r"\s*(Module|Section)\s+(?:(Import|Export|Type)\s+)?([A-Za-z_][\w']*)")
-
-
 @functools.cache
-def _axioms_declared_in(file: Path) -> frozenset[str]:
-    """The names, qualified by the modules they sit in (``M.ax``), that ``file``'s
-    axiom sentences declare outside module types (``Axioms a b : T.``,
-    ``Parameter (x : T).``)."""
+def _library_file_axioms(file: Path) -> frozenset[str]:
+    """:func:`~.holes.module_axioms` of an installed library file (read once)."""
     try:
-        text = file.read_text(encoding="utf-8", errors="replace")
+        return module_axioms(file.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return frozenset()
-    names: set[str] = set()
-    #: open scopes: (name, qualifies names, is a module type)
-    scopes: list[tuple[str, bool, bool]] = []
-    for sentence in split_sentences(text):
-        code = sentence.code
-        opened = _OPENS.match(code)
-        if opened and (opened.group(1) == "Section" or ":=" not in code.split(" with ")[0]):
-            kind, flavour, name = opened.groups()
-            scopes.append((name, kind == "Module", flavour == "Type"))
-            continue
-        ended = re.match(r"\s*End\s+([A-Za-z_][\w']*)", code)
-        if ended and scopes and scopes[-1][0] == ended.group(1):
-            scopes.pop()
-            continue
-        match = _AXIOM_SENTENCE.match(code)
-        if match is None or any(module_type for _, _, module_type in scopes):
-            continue
-        rest = match.group(1)
-        if rest.lstrip().startswith("("):  # binders: (x y : T) (z : U)
-            heads = re.findall(r"\(\s*([^():]*?)\s*:", rest)
-        else:
-            heads = [rest.split(":", 1)[0]]
-        path = [name for name, qualifies, _ in scopes if qualifies]
-        names.update(
-            ".".join([*path, n]) for head in heads for n in re.findall(r"[A-Za-z_][\w']*", head)
-        )
-    return frozenset(names)
 
 
-def library_axiom(full: str, folders: Sequence[Path] | None = None) -> bool:
+def _module_file(directory: Path, parts: Sequence[str]) -> tuple[Path, str] | None:
+    """The file of ``directory`` that the module path ``parts`` (a constant's full
+    name less its root's prefix) points into, and the constant's name in it.
+
+    The longest module path that is a file wins: ``A.B.c`` is ``A/B.v``'s ``c``
+    before ``A.v``'s ``B.c``.
+    """
+    for cut in range(len(parts) - 1, 0, -1):
+        file = directory.joinpath(*parts[: cut - 1], parts[cut - 1] + ".v")
+        if file.is_file():
+            return file, ".".join(parts[cut:])
+    return None
+
+
+def _under(prefix: str, parts: Sequence[str]) -> list[str] | None:
+    """``parts`` less the logical ``prefix`` (``""``: none); None when they lie outside it."""
+    head = prefix.split(".") if prefix else []
+    return list(parts[len(head) :]) if list(parts[: len(head)]) == head else None
+
+
+def library_axiom(full: str, roots: Sequence[tuple[Path, str]] | None = None) -> bool:
     """Whether the constant ``full`` (its full name, as ``Locate`` gives it:
     ``Coq.Reals.ClassicalDedekindReals.sig_forall_dec``) is declared by an axiom
-    sentence in the source of an installed library: Coq's ``theories`` for the
-    ``Coq`` prefix, ``user-contrib`` and ``COQPATH`` folders for the others
-    (``folders``: those, from ``coqc -where``, by default). False when no source
-    is found: an ``Admitted`` lemma, or a library shipped without sources.
+    sentence in the source of an installed library (``roots``: folders and the
+    logical prefix each is loaded under; by default Coq's own,
+    :func:`~.project.coq_library_roots`). False when no source is found: an
+    ``Admitted`` lemma, or a library shipped without sources.
     """
     parts = full.split(".")
-    if len(parts) < 2:
-        return False
-    name = parts[-1]
-    roots: list[tuple[Path, list[str]]] = []
-    for folder in folders if folders is not None else coq_library_folders():
-        if folder.name == "theories":
-            roots.append((folder, ["Coq"]))
-        else:
-            roots.append((folder, []))
-    for folder, prefix in roots:
-        if parts[: len(prefix)] != prefix:
-            continue
-        modules = parts[len(prefix) : -1]
-        # the file is the longest module path that exists (the rest are modules in it)
-        for cut in range(len(modules), 0, -1):
-            file = folder.joinpath(*modules[: cut - 1], modules[cut - 1] + ".v")
-            if file.is_file():
-                return ".".join([*modules[cut:], name]) in _axioms_declared_in(file)
+    for folder, prefix in roots if roots is not None else coq_library_roots():
+        rest = _under(prefix, parts)
+        found = _module_file(folder, rest) if rest is not None else None
+        if found is not None:
+            file, name = found
+            return name in _library_file_axioms(file)
     return False
 
 
@@ -290,15 +256,10 @@ def source_of(logical: str, flags: Sequence[str], cwd: Path) -> tuple[Path, str]
     ]
     parts = logical.split(".")
     for directory, prefix in [*pairs, (cwd, "")]:
-        head = prefix.split(".") if prefix else []
-        if parts[: len(head)] != head:
-            continue
-        rest = parts[len(head) :]
-        # the longest module path that is a file: Lib.A.B.c is A/B.v's c before A.v's B.c
-        for cut in range(len(rest) - 1, 0, -1):
-            file = directory.joinpath(*rest[: cut - 1], rest[cut - 1] + ".v")
-            if file.is_file():
-                return file, ".".join(rest[cut:])
+        rest = _under(prefix, parts)
+        found = _module_file(directory, rest) if rest is not None else None
+        if found is not None:
+            return found
     return None
 
 

@@ -73,6 +73,7 @@ class CoqTools:
             coqc=coq.coqc,
             coqtop=coq.coqtop,
             load_path_generation=lambda: builder.generation,
+            trust_library_axioms=not settings.strict_axioms,
         )
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:

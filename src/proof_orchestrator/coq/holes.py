@@ -24,10 +24,13 @@ __all__ = [
     "CoqHole",
     "DeclaredProof",
     "admit_proofs",
+    "axiom_names",
     "declared_axioms",
     "functor_parameters",
     "iter_proofs",
+    "module_axioms",
     "module_parameters",
+    "opened_module",
     "proof_hole",
     "qed_proofs",
     "scan_coq_file",
@@ -148,16 +151,10 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
             scope.append(("section", words[1]))
             section_binders.append([])
             parameters.append([])
-        elif keyword == "Module" and len(words) >= 2 and ":=" not in code.split(" with ")[0]:
-            name_index = 2 if words[1] in ("Import", "Export", "Type") else 1
-            named = (
-                re.match(r"[A-Za-z_][\w']*", words[name_index]) if name_index < len(words) else None
-            )
-            # (``:=`` only in ``<: S with Module E := M.E`` still opens a module)
-            if named:  # ``Module Make(D:T).`` has no space before its parameter
-                scope.append(("module", named.group()))
-                section_binders.append([])
-                parameters.append(module_parameters(code))
+        elif keyword == "Module" and (opened := opened_module(code)) is not None:
+            scope.append(("module", opened[0]))
+            section_binders.append([])
+            parameters.append(module_parameters(code))
         elif keyword == "Declare" and words[1:2] == ["Module"] and parameters:
             parameters[-1] += [w for w in words[2:3] if w not in ("Import", "Export")]
         elif keyword == "End" and len(words) >= 2 and scope and scope[-1][1] == words[1]:
@@ -277,15 +274,62 @@ def proof_hole(
     return hole, tuple(s.code for s in body)
 
 
+def opened_module(code: str) -> tuple[str, bool] | None:
+    """The module a ``Module`` sentence opens, and whether it is a module type.
+
+    None for any other sentence and for an alias (``Module M := N.``); a ``:=``
+    only in a constraint (``Module F (M : S) <: S with Module E := M.E.``)
+    still opens a module, and so does ``Module Make(D:T).`` (no space before
+    its parameter).
+    """
+    stripped = _strip_modifiers(code)
+    match = re.match(r"\s*Module\s+(?:(Import|Export|Type)\s+)?([A-Za-z_][\w']*)", stripped)
+    if match is None or ":=" in stripped.split(" with ")[0]:
+        return None
+    return match.group(2), match.group(1) == "Type"
+
+
+def axiom_names(code: str) -> list[str]:
+    """The names one axiom sentence declares (``Axioms a b : T.``,
+    ``Parameter (x y : T) (z : U).``); empty for any other sentence."""
+    stripped = _strip_modifiers(code)
+    if sentence_keyword(stripped) not in _AXIOM_KEYWORDS:
+        return []
+    rest = stripped.split(None, 1)[1] if len(stripped.split(None, 1)) > 1 else ""
+    if rest.lstrip().startswith("("):  # binders: (x y : T) (z : U)
+        heads = re.findall(r"\(\s*([^():]*?)\s*:", rest)
+    else:
+        heads = [rest.split(":", 1)[0]]
+    return [name for head in heads for name in re.findall(r"[A-Za-z_][\w']*", head)]
+
+
 def declared_axioms(text: str) -> frozenset[str]:
     """Short names of the axioms/parameters a file declares itself."""
+    return frozenset(n for sentence in split_sentences(text) for n in axiom_names(sentence.code))
+
+
+def module_axioms(text: str) -> frozenset[str]:
+    """The axioms ``text`` declares outside module types, qualified by the modules
+    they sit in (``M.ax``; sections do not qualify): what a library file trusts.
+
+    A ``Parameter`` of a ``Module Type`` is a field of a signature, no axiom.
+    """
     names: set[str] = set()
+    #: open scopes: (name, qualifies names, is a module type)
+    scopes: list[tuple[str, bool, bool]] = []
     for sentence in split_sentences(text):
-        code = _strip_modifiers(sentence.code)
-        if sentence_keyword(code) in _AXIOM_KEYWORDS:
-            body = code.split(None, 1)[1] if " " in code else ""
-            head = body.split(":", 1)[0]
-            names.update(re.findall(r"[A-Za-z_][\w']*", head.replace("(", " ").replace(")", " ")))
+        code = sentence.code
+        keyword = sentence_keyword(_strip_modifiers(code))
+        words = code.rstrip(".").split()
+        if keyword == "Module" and (opened := opened_module(code)) is not None:
+            scopes.append((opened[0], True, opened[1]))
+        elif keyword == "Section" and len(words) >= 2:
+            scopes.append((words[1], False, False))
+        elif keyword == "End" and len(words) >= 2 and scopes and scopes[-1][0] == words[1]:
+            scopes.pop()
+        elif not any(module_type for _, _, module_type in scopes):
+            path = [name for name, qualifies, _ in scopes if qualifies]
+            names.update(".".join([*path, n]) for n in axiom_names(code))
     return frozenset(names)
 
 

@@ -28,6 +28,7 @@ import sexpdata
 __all__ = [
     "CoqProject",
     "coq_library_folders",
+    "coq_library_roots",
     "find_coqproject",
     "load_coqproject",
     "load_dune_project",
@@ -105,10 +106,12 @@ def working_folder_flags(root: Path, flags: Sequence[str], coqc: str = "coqc") -
 
 
 @functools.cache
-def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
-    """The folders Coq puts in its load path by itself: ``COQPATH``'s, and the
-    library's ``theories`` and ``user-contrib`` (``coqc -where``)."""
-    folders = [Path(p) for p in os.environ.get("COQPATH", "").split(os.pathsep) if p]
+def coq_library_roots(coqc: str = "coqc") -> tuple[tuple[Path, str], ...]:
+    """The folders Coq puts in its load path by itself, each with the logical
+    prefix its files are loaded under: ``COQPATH``'s and ``user-contrib`` (none:
+    their subfolders name the libraries) and the library's ``theories``
+    (``Coq``), as ``coqc -where`` places them."""
+    roots = [(Path(p), "") for p in os.environ.get("COQPATH", "").split(os.pathsep) if p]
     try:
         where = subprocess.run(
             [coqc, "-where"], capture_output=True, text=True, timeout=60, check=True
@@ -116,8 +119,13 @@ def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
     except (OSError, subprocess.SubprocessError):
         where = ""  # no coqc here: nothing is mapped by it
     if where:
-        folders += [Path(where) / "theories", Path(where) / "user-contrib"]
-    return tuple(f.resolve() for f in folders if f.is_dir())
+        roots += [(Path(where) / "theories", "Coq"), (Path(where) / "user-contrib", "")]
+    return tuple((f.resolve(), prefix) for f, prefix in roots if f.is_dir())
+
+
+def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
+    """The folders of :func:`coq_library_roots`."""
+    return tuple(folder for folder, _ in coq_library_roots(coqc))
 
 
 #: a sentence that loads CoqHammer (``From Hammer Require Import Tactics.``, ``Require Hammer.``)

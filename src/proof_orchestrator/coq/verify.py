@@ -87,8 +87,12 @@ class CoqVerifier:
         coqtop: str = "coqtop",
         compile_timeout: float = 900.0,
         load_path_generation: Callable[[], int] | None = None,
+        trust_library_axioms: bool = True,
     ) -> None:
         self.flags = tuple(flags)
+        #: accept an axiom an installed library declares (:func:`~.audit.library_axiom`);
+        #: off (``--strict-axioms``): only those the original file's proofs rest on
+        self.trust_library_axioms = trust_library_axioms
         #: changes when the ``.vo`` files on the load path are rebuilt (a proof was
         #: written into a file this one requires): a text compiled before must be
         #: compiled again, or loading it fails with "inconsistent assumptions"
@@ -406,7 +410,7 @@ class CoqVerifier:
     def _library_axiom(self, full: str) -> bool:
         """An axiom an installed library declares, and no constant of the project."""
         inside = source_of(full, self.project_holes.flags, self.project_holes.cwd)
-        return inside is None and library_axiom(full)
+        return self.trust_library_axioms and inside is None and library_axiom(full)
 
     async def _locate(self, path: Path, build: _Build, keys: Sequence[str]) -> dict[str, str]:
         """The full name of each constant in ``keys``, as ``Locate`` gives it where the

@@ -103,6 +103,8 @@ class ToolSettings:
     memory_mb: int | None = None
     #: the user's build command (``make -j2``); empty: the backend builds into ``.orch/build``
     build_command: str = ""
+    #: refuse library axioms the original file's proofs do not use (Coq's audit)
+    strict_axioms: bool = False
     coq: CoqSettings = field(default_factory=CoqSettings)
     lean: LeanSettings = field(default_factory=LeanSettings)
 

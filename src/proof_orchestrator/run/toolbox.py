@@ -24,6 +24,7 @@ def tool_settings(options: FillOptions) -> ToolSettings:
         sessions=options.orch.max_light + options.orch.max_heavy,
         memory_mb=options.orch.prover_memory_mb,
         build_command=options.orch.build,
+        strict_axioms=options.orch.strict_axioms,
         coq=options.coq,
         lean=options.lean,
     )
