@@ -308,12 +308,12 @@ def _with_lemmas(
             # an equation the ATPs used right to left (``a*b - a*c`` folded back into
             # ``a*(b-c)``): every orientation, in both orders
             for order in dict.fromkeys((tuple(names), tuple(reversed(names)))):
-                for backwards in itertools.product((False, True), repeat=len(order)):
-                    if any(backwards):
+                for turns in itertools.product((False, True), repeat=len(order)):
+                    if any(turns):
                         # once right to left (``rewrite <- ?L`` can loop: ``1`` to ``1 ^ n``)
                         turned = "; ".join(
                             f"try rewrite <- {n}" if back else f"rewrite ?{n}"
-                            for back, n in zip(backwards, order, strict=True)
+                            for back, n in zip(turns, order, strict=True)
                         )
                         scripts.append(f"{opening}{turned}; auto.")
         if lia:  # arithmetic once the lemmas are rewritten
