@@ -142,6 +142,9 @@ LOAD_SECONDS = 60.0
 #: library it read, live on (measured: 0.2 s); a call still reading the library
 #: (no ATP running yet) is not saved and its process goes
 SALVAGE_SECONDS = 3.0
+#: CPU seconds of hammer's grant kept back from the ATPs to rebuild what they find
+#: with the goal's own tactics
+REBUILD_SECONDS = 1.0
 #: Coq's wall-clock ``Timeout`` on ``hammer.``, per CPU second of its grant: the
 #: CPU guard is the cut, the wall clock only the second line
 WALL_PER_CPU = 2.0
@@ -503,9 +506,9 @@ class HammerStrategy:
             tactics = standard_reconstructions(found.message, await lia_tactic(session))
         if not tactics:
             return result(Outcome.FAILED, message="hammer printed no reconstruction tactic")
-        left = budget.cpu_seconds - spent()
-        if left <= 0:
-            return result(Outcome.TIMEOUT, message="no CPU left to replay the reconstruction")
+        # a proof found is worth its rebuild: at least REBUILD_SECONDS, even past the
+        # grant (the CPU guard on the ATPs under-reads their short-lived processes)
+        left = max(REBUILD_SECONDS, budget.cpu_seconds - spent())
         part = Budget(left, max(budget.tactic_seconds, 3.0), budget.grace_seconds)
         rebuild = _Scripts("hammer", tactics)
         if loaded:
@@ -547,17 +550,17 @@ class HammerStrategy:
             timeout=5,
         )
         state = settings.state if settings.ok else session.root
-        # The CPU guard just above what is left cuts the call: it kills only the
-        # ATPs and the processes CoqHammer forked, and coqtop answers within
-        # SALVAGE_SECONDS with the ATP library still read. Coq's Timeout
+        # The CPU guard at what is left (less the rebuild's share) cuts the call: it
+        # kills only the ATPs and the processes CoqHammer forked, and coqtop answers
+        # within SALVAGE_SECONDS with the ATP library still read. Coq's Timeout
         # (wall-clock) is the second line, set wide: on a busy machine hammer
         # gets far less than one CPU second per second.
-        left = max(1.0, budget.cpu_seconds - spent())
+        left = max(1.0, budget.cpu_seconds - spent() - REBUILD_SECONDS)
         found = await session.run_tactic(
             "hammer.",
             state,
             timeout=WALL_PER_CPU * left,
-            cpu_limit=left + 0.5,
+            cpu_limit=left,
             salvage=SALVAGE_SECONDS,
         )
         if found.status is TacticStatus.FAILED and _TIMED_OUT.search(found.message):
