@@ -33,10 +33,14 @@ features of every object in scope: about 9 CPU seconds with the standard
 library loaded); later calls in the same process reuse it, even after a
 ``BackTo`` past the ``Require`` or a call cut short. So the first attempt in
 a process reads it once, with a tiny ATP limit, as a *load* that is counted
-apart (``load_cpu_seconds``, not the goal's budget), and each attempt is held
-to its budget by Coq's own ``Timeout``, which leaves the process alive and
-warm for the next goal (the process pool hands it to the next side session
-on the same file); a CPU guard well above the budget only catches a runaway.
+apart (``load_cpu_seconds``, not the goal's budget). Each attempt is held to
+its grant by a CPU guard that, past it, kills only the ATPs and the processes
+CoqHammer forked: ``hammer`` then fails at once and its process stays alive
+and warm for the next goal (the process pool hands it to the next side
+session on the same file). Coq's own wall-clock ``Timeout`` is only a second
+line, and CoqHammer's ATP and reconstruction limits are set from the grant
+(:func:`hammer_limits`), with :data:`REBUILD_SECONDS` kept back to rebuild a
+proof found.
 
 Where they cannot run at all (``sauto`` in a file without CoqHammer's tactics
 and without that permission; either where CoqHammer does not load), they say
@@ -447,7 +451,7 @@ class HammerStrategy:
     needs_ledger = False
     #: below this many CPU seconds the ATPs rarely finish: the goal's budget keeps
     #: this much for hammer while it waits (``GoalBudget``'s floors)
-    min_grant_seconds = 5.0
+    min_grant_seconds = 6.5
 
     def __init__(self, allow_tactics_import: bool = False) -> None:
         self.allow_tactics_import = allow_tactics_import
