@@ -295,7 +295,7 @@ def axiom_names(code: str) -> list[str]:
     stripped = _strip_modifiers(code)
     if sentence_keyword(stripped) not in _AXIOM_KEYWORDS:
         return []
-    rest = stripped.split(None, 1)[1] if len(stripped.split(None, 1)) > 1 else ""
+    rest = [*stripped.split(None, 1), ""][1]
     if rest.lstrip().startswith("("):  # binders: (x y : T) (z : U)
         heads = re.findall(r"\(\s*([^():]*?)\s*:", rest)
     else:
