@@ -29,6 +29,7 @@ from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..syntax import one_sentence
+from .closers import project_closers
 
 __all__ = [
     "GENERIC_TACTICS",
@@ -224,12 +225,20 @@ async def lia_tactic(session: CoqSession) -> str | None:
 
 
 class MicroStrategy(_QuickTactics):
-    """Closing tactics and small combinations (:data:`GENERIC_TACTICS`)."""
+    """Closing tactics and small combinations (:data:`GENERIC_TACTICS`), with the
+    project's own closers (:mod:`.closers`) after the first few."""
 
     name = "micro"
+    #: generic tactics tried before the project's closers
+    cheap_first = 5
+    #: project closers tried at most
+    closers = 8
 
     async def scripts(self, session: CoqSession) -> list[str]:
-        return expand(GENERIC_TACTICS, await lia_tactic(session))
+        generic = expand(GENERIC_TACTICS, await lia_tactic(session))
+        known = set(generic)
+        own = [c for c in await project_closers(session) if c not in known]
+        return [*generic[: self.cheap_first], *own[: self.closers], *generic[self.cheap_first :]]
 
 
 class InductionStrategy(_QuickTactics):
