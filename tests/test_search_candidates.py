@@ -31,4 +31,6 @@ def test_the_files_own_argument_free_tactics_are_offered_latest_first() -> None:
         "Lemma l : True.",
     ]
     assert local_tactics(prefix) == ["ring_Rsqr.", "intros; ring_Rsqr.", "qc.", "intros; qc."]
+    notation = [*prefix, 'Tactic Notation "set_solver" := set_solver by idtac.']
+    assert local_tactics(notation, limit=1) == ["set_solver.", "intros; set_solver."]
     assert local_tactics(prefix, limit=1) == ["ring_Rsqr.", "intros; ring_Rsqr."]

@@ -45,6 +45,7 @@ from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..states import CoqStates
 from ..syntax import split_top_level
+from .closers import defined_closers
 from .knn import FileModels
 from .lemma_search import (
     BINDERS,
@@ -121,22 +122,17 @@ def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
 
 #: the file's own argument-free tactics offered at a node, at most (the latest defined)
 MAX_LOCAL_TACTICS = 3
-_LTAC = re.compile(r"^(?:#\[[^\]]*\]\s*)?(?:Local\s+)?Ltac\s+([A-Za-z_][\w']*)\s*:=")
 
 
 def local_tactics(prefix: Sequence[str], limit: int = MAX_LOCAL_TACTICS) -> list[str]:
-    """``t.`` and ``intros; t.`` for the last argument-free ``Ltac t := ...`` the file defines.
+    """``t.`` and ``intros; t.`` for the last argument-free tactics ``t`` the file defines
+    (``Ltac t := ...``, ``Tactic Notation "t" := ...``: :func:`.closers.defined_closers`).
 
     A file's own tactic (``Ltac qc := ...`` in ``Qcanon.v``, ``Ltac ring_Rsqr :=
     unfold Rsqr; ring.`` in ``R_sqr.v``) is usually the first step of the proofs
     that follow it, before the k-NN model has seen it used.
     """
-    names: list[str] = []
-    for code in prefix:
-        match = _LTAC.match(code)
-        if match:
-            names = [n for n in names if n != match.group(1)] + [match.group(1)]
-    return [t for name in reversed(names[-limit:]) for t in (f"{name}.", f"intros; {name}.")]
+    return [t for name in defined_closers(prefix)[:limit] for t in (name, f"intros; {name}")]
 
 
 def chain_opening(tactic: str) -> str | None:
