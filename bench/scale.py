@@ -147,7 +147,6 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
     from proof_orchestrator.ledger import Ledger
     from proof_orchestrator.run.pipeline import FillOptions, FillReport, collect_files, scan
     from proof_orchestrator.run.reports import FileReport, FileStatus, GoalReport
-    from proof_orchestrator.scheduler.governor import CpuGovernor
     from proof_orchestrator.run.worker import (
         FileState,
         GoalItem,
@@ -155,6 +154,7 @@ def measure_size(root: Path, db: Path) -> dict[str, Any]:
         ProjectTools,
         default_strategies,
     )
+    from proof_orchestrator.scheduler.governor import CpuGovernor
 
     import_rss = max(import_rss, _rss_mb())
     result: dict[str, Any] = {"rss_after_imports_mb": round(import_rss, 1)}
