@@ -236,6 +236,38 @@ async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_p
     assert accepted or "classic" in note
 
 
+@pytest.mark.parametrize("strict", [False, True])
+async def test_strict_axioms_in_the_eval_trusts_only_the_files_own_proofs(
+    tmp_path: Path, strict: bool
+) -> None:
+    """`orch eval --strict-axioms` audits as `orch fill --strict-axioms`: `classic`, which
+    `Classical` declares but neither an earlier proof nor the original uses, is refused;
+    an axiom an earlier proof rests on is still trusted."""
+    from proof_orchestrator.coq.evaluation import FileEvaluation
+    from proof_orchestrator.goals import Budget, Outcome
+    from proof_orchestrator.strategies.base import StrategyResult
+
+    path = tmp_path / "T.v"
+    path.write_text(TRUSTING, encoding="utf-8")
+    file = FileEvaluation(path, TRUSTING, strict_axioms=strict)
+    verdicts = []
+    try:
+        for index, script in (
+            (0, ("intros P H.", "apply H.", "apply classic.")),
+            (3, ("intros P H.", "destruct (classic P); tauto.")),
+        ):
+            hole = file.proofs[index][0]
+            found = StrategyResult(Outcome.CANDIDATE, script)
+            async with file.prover.session(hole.goal, TRUSTING, hole.prefix_end) as session:
+                verdicts.append(await file.check(session, found, index, Budget(10, 5, 5)))
+    finally:
+        await file.aclose()
+    (first, first_note, _), (later, later_note, _) = verdicts
+    assert first is not strict, first_note
+    assert strict is False or "classic" in first_note
+    assert later, later_note  # `uses_classic` comes earlier: its axiom is trusted
+
+
 IMPORTING_FUNCTOR = """\
 Require Import Coq.Structures.OrderedType.
 Module Make (O : OrderedType).

@@ -19,9 +19,11 @@ from ..workflows.evaluate import evaluate, write_result
 from .common import (
     EXIT_BAD_INPUT,
     fail,
+    load_command_settings,
     out,
     run_command,
 )
+from .options import StrictAxioms
 from .progress import EvalTracker
 
 
@@ -58,6 +60,7 @@ def eval_command(
         "bench/results"
     ),
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    strict_axioms: StrictAxioms = None,
 ) -> None:
     """Hide each Qed proof and re-prove it with only what precedes it (position-faithful)."""
     files = [p for p in collect_files(paths) if p.suffix == ".v"] if paths else []
@@ -67,6 +70,8 @@ def eval_command(
         resolve("coqtop")
     except ProverNotFound as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    # --strict-axioms, else the project's configuration or ORCH_STRICT_AXIOMS, as for fill
+    strict = load_command_settings(files[0], {"strict_axioms": strict_axioms}).strict_axioms
     progress = EvalTracker()
     out_dir.mkdir(parents=True, exist_ok=True)
     journal = out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
@@ -87,6 +92,7 @@ def eval_command(
                     on_goal=progress.goal,
                     on_total=progress.total,
                     journal=journal,
+                    strict_axioms=strict,
                 )
             )
     except OrchError as exc:

@@ -180,7 +180,7 @@ async def _checked(
     if ok and extra:
         own = await audit.original_axioms(session, hole.goal.name, budget.tactic_seconds + 5)
         extra = [name for name in extra if name not in own]
-    if ok and extra:
+    if ok and extra and audit.trust_library_axioms:
         # an axiom an installed library declares (the same rule as the verifier's)
         extra = [
             name
@@ -203,6 +203,8 @@ class GoalAudit:
     parameters: frozenset[str] = frozenset()
     #: the goal's original proof (its sentences, opener and ``Qed`` excluded)
     original: tuple[str, ...] = ()
+    #: trust an axiom an installed library declares (False: ``--strict-axioms``)
+    trust_library_axioms: bool = True
     _own: frozenset[str] | None = None
 
     async def original_axioms(
@@ -229,9 +231,10 @@ class FileEvaluation:
     """One file under evaluation: its ``Qed`` proofs, a prover with CoqHammer in front,
     the trust base as the goals advance."""
 
-    def __init__(self, path: Path, text: str) -> None:
+    def __init__(self, path: Path, text: str, *, strict_axioms: bool = False) -> None:
         self.path = path
         self.text = text
+        self.strict_axioms = strict_axioms
         #: (hole, original proof sentences) of every ``Qed`` proof, in file order
         self.proofs = qed_proofs(path, text)
         project = project_for(path)
@@ -246,6 +249,7 @@ class FileEvaluation:
             index,
             _functor_parameters(self.text).get(hole.goal.qualified_name, frozenset()),
             original,
+            trust_library_axioms=not self.strict_axioms,
         )
 
     async def check(
@@ -300,5 +304,5 @@ class CoqEvaluation:
         return [hole.goal.name for hole, _ in qed_proofs(path, text)]
 
     @staticmethod
-    def open_file(path: Path, text: str) -> FileEvaluation:
-        return FileEvaluation(path, text)
+    def open_file(path: Path, text: str, *, strict_axioms: bool = False) -> FileEvaluation:
+        return FileEvaluation(path, text, strict_axioms=strict_axioms)

@@ -268,6 +268,7 @@ async def evaluate(
     journal: Path | None = None,
     on_total: Callable[[int, Sequence[str]], None] | None = None,
     portfolio: bool = True,
+    strict_axioms: bool = False,
 ) -> dict[str, Any]:
     """Run the evaluation; returns the result (also meant to be written as JSON).
 
@@ -277,6 +278,9 @@ async def evaluate(
 
     ``journal``, when given, gets one JSON line per finished goal; ``on_total``
     is told the number of goals and the arms once the files are read.
+    ``strict_axioms`` audits every arm's proofs as ``orch fill --strict-axioms``
+    does: an axiom of a loaded library is trusted only when the file's own
+    proofs (the earlier ones, or the goal's original) rest on it.
     """
     unknown = {b for b in baselines if b not in BASELINES and not b.startswith(SOLO)}
     if unknown:
@@ -345,15 +349,20 @@ async def evaluate(
             shared = Portfolios(Budget(budget, tactic_seconds, 5.0), Path(workdir))
             try:
                 per_file = [
-                    await _evaluate_file(path, picks, budget, tactic_seconds, finished, shared)
+                    await _evaluate_file(
+                        path, picks, budget, tactic_seconds, finished, shared, strict_axioms
+                    )
                     for path, picks in jobs
                 ]
             finally:
                 await shared.aclose()
     else:
-        per_file = await _in_processes(jobs, budget, tactic_seconds, finished, workers)
+        per_file = await _in_processes(
+            jobs, budget, tactic_seconds, finished, workers, strict_axioms
+        )
     rows = [row for file_rows in per_file for row in file_rows]
-    return _summary(rows, arms, budget, time.monotonic() - started, files, seed, workers)
+    wall = time.monotonic() - started
+    return _summary(rows, arms, budget, wall, files, seed, workers, strict_axioms)
 
 
 async def _in_processes(
@@ -362,6 +371,7 @@ async def _in_processes(
     tactic_seconds: float,
     finished: Callable[[GoalRow], None],
     workers: int,
+    strict_axioms: bool = False,
 ) -> list[list[GoalRow]]:
     """Each file in a process of its own, ``workers`` at a time, largest files first."""
     context = multiprocessing.get_context("spawn")
@@ -371,7 +381,14 @@ async def _in_processes(
         order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][1]))
         futures = {
             i: loop.run_in_executor(
-                pool, _file_in_process, jobs[i][0], jobs[i][1], budget, tactic_seconds, queue
+                pool,
+                _file_in_process,
+                jobs[i][0],
+                jobs[i][1],
+                budget,
+                tactic_seconds,
+                queue,
+                strict_axioms,
             )
             for i in order
         }
@@ -389,10 +406,17 @@ async def _in_processes(
 
 
 def _file_in_process(
-    path: Path, picks: list[tuple[int, list[str]]], budget: float, tactic_seconds: float, queue: Any
+    path: Path,
+    picks: list[tuple[int, list[str]]],
+    budget: float,
+    tactic_seconds: float,
+    queue: Any,
+    strict_axioms: bool = False,
 ) -> list[GoalRow]:
-    rows = asyncio.run(_evaluate_file(path, picks, budget, tactic_seconds, queue.put))
-    return rows
+    evaluation = _evaluate_file(
+        path, picks, budget, tactic_seconds, queue.put, strict_axioms=strict_axioms
+    )
+    return asyncio.run(evaluation)
 
 
 async def _evaluate_file(
@@ -402,10 +426,11 @@ async def _evaluate_file(
     tactic_seconds: float,
     finished: Callable[[GoalRow], None],
     portfolios: Portfolios | None = None,
+    strict_axioms: bool = False,
 ) -> list[GoalRow]:
     """The rows of one file's picked goals; ``portfolios`` is shared by the files of a process."""
     text = path.read_text(encoding="utf-8")
-    file = _evaluation(path).open_file(path, text)
+    file = _evaluation(path).open_file(path, text, strict_axioms=strict_axioms)
     per_goal = Budget(budget, tactic_seconds, 5.0)
     rows: list[GoalRow] = []
     with contextlib.ExitStack() as stack:
@@ -485,6 +510,7 @@ def _summary(
     files: Sequence[Path],
     seed: int,
     workers: int,
+    strict_axioms: bool = False,
 ) -> dict[str, Any]:
     per_arm: dict[str, dict[str, Any]] = {}
     unloadable = [r for r in rows if r.unloadable]
@@ -513,6 +539,7 @@ def _summary(
         "budget_cpu_seconds": budget,
         "seed": seed,
         "workers": workers,
+        "strict_axioms": strict_axioms,
         "wall_seconds": round(wall, 1),
         # mining each goal's proof after its arms (included in the portfolio's cpu_seconds)
         "training_cpu_seconds": round(training, 2),
