@@ -43,7 +43,7 @@ from typing import Any
 
 from ..goals import HoleUse
 from .holes import CoqHole, declared_axioms, functor_parameters, module_axioms, scan_coq_text
-from .project import coq_library_roots
+from .project import coq_library_roots, flag_roots, under_prefix
 
 __all__ = [
     "LOGICAL_ROOT",
@@ -218,12 +218,6 @@ def _module_file(directory: Path, parts: Sequence[str]) -> tuple[Path, str] | No
     return None
 
 
-def _under(prefix: str, parts: Sequence[str]) -> list[str] | None:
-    """``parts`` less the logical ``prefix`` (``""``: none); None when they lie outside it."""
-    head = prefix.split(".") if prefix else []
-    return list(parts[len(head) :]) if list(parts[: len(head)]) == head else None
-
-
 def library_axiom(full: str, roots: Sequence[tuple[Path, str]] | None = None) -> bool:
     """Whether the constant ``full`` (its full name, as ``Locate`` gives it:
     ``Coq.Reals.ClassicalDedekindReals.sig_forall_dec``) is declared by an axiom
@@ -234,7 +228,7 @@ def library_axiom(full: str, roots: Sequence[tuple[Path, str]] | None = None) ->
     """
     parts = full.split(".")
     for folder, prefix in roots if roots is not None else coq_library_roots():
-        rest = _under(prefix, parts)
+        rest = under_prefix(prefix, parts)
         found = _module_file(folder, rest) if rest is not None else None
         if found is not None:
             file, name = found
@@ -249,14 +243,9 @@ def source_of(logical: str, flags: Sequence[str], cwd: Path) -> tuple[Path, str]
     ``cwd``); the current folder stands for the empty prefix, as for ``coqc``.
     None for a name outside the project (the standard library, a plugin).
     """
-    pairs = [
-        (cwd / flags[i + 1], flags[i + 2])
-        for i, flag in enumerate(flags[:-2])
-        if flag in ("-Q", "-R")
-    ]
     parts = logical.split(".")
-    for directory, prefix in [*pairs, (cwd, "")]:
-        rest = _under(prefix, parts)
+    for directory, prefix in flag_roots(flags, cwd):
+        rest = under_prefix(prefix, parts)
         found = _module_file(directory, rest) if rest is not None else None
         if found is not None:
             return found

@@ -123,6 +123,23 @@ def coq_library_roots(coqc: str = "coqc") -> tuple[tuple[Path, str], ...]:
     return tuple((f.resolve(), prefix) for f, prefix in roots if f.is_dir())
 
 
+def flag_roots(flags: Sequence[str], cwd: Path) -> list[tuple[Path, str]]:
+    """The folders the ``-Q``/``-R`` pairs of ``flags`` map (relative to ``cwd``), each
+    with its logical prefix, then ``cwd`` itself under the empty prefix (as for ``coqc``)."""
+    pairs = [
+        (cwd / flags[i + 1], flags[i + 2])
+        for i, flag in enumerate(flags[:-2])
+        if flag in ("-Q", "-R")
+    ]
+    return [*pairs, (cwd, "")]
+
+
+def under_prefix(prefix: str, parts: Sequence[str]) -> list[str] | None:
+    """``parts`` less the logical ``prefix`` (``""``: none); None when they lie outside it."""
+    head = prefix.split(".") if prefix else []
+    return list(parts[len(head) :]) if list(parts[: len(head)]) == head else None
+
+
 def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:
     """The folders of :func:`coq_library_roots`."""
     return tuple(folder for folder, _ in coq_library_roots(coqc))

@@ -26,10 +26,11 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ...errors import SourceSyntaxError
-from ..project import coq_library_roots
+from ...errors import ScriptRejected, SourceSyntaxError
+from ..project import coq_library_roots, flag_roots, under_prefix
+from ..script import check_script
 from ..session import CoqSession
-from ..syntax import one_sentence, split_sentences
+from ..syntax import split_sentences
 from .knn import proofs_in_prefix
 
 __all__ = [
@@ -48,8 +49,6 @@ _DEFINITION = re.compile(
     r"Tactic\s+Notation\s+(?:\(\s*at\s+level\s+\d+\s*\)\s+)?\"(?P<notation>[A-Za-z_][\w']*)\")"
     r"\s*:="
 )
-#: sentences never offered as a closer: they end a proof early or leave the proof mode
-_REFUSED = re.compile(r"\b(?:admit|Admitted|Abort|give_up|sorry)\b")
 #: a module name in ``Print Libraries``'s output, one per line
 _MODULE_LINE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
 
@@ -87,24 +86,17 @@ def _source_proofs(source: Path) -> Counter[str]:
 def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = None) -> Path | None:
     """The source of the loaded module ``module`` (``stdpp.sets``), or None.
 
-    Looked up under the project's ``-Q``/``-R`` pairs (relative to ``cwd``),
-    ``cwd`` itself (the empty prefix, as for ``coqc``), then Coq's own load
-    path (:func:`~..project.coq_library_roots`).
+    Looked up under the project's ``-Q``/``-R`` pairs and ``cwd``
+    (:func:`~..project.flag_roots`), then Coq's own load path
+    (:func:`~..project.coq_library_roots`).
     """
-    here = cwd or Path.cwd()
-    roots = [
-        (here / flags[i + 1], flags[i + 2])
-        for i, flag in enumerate(flags[:-2])
-        if flag in ("-Q", "-R")
-    ]
     parts = module.split(".")
-    for folder, prefix in [*roots, (here, ""), *coq_library_roots()]:
-        head = prefix.split(".") if prefix else []
-        if parts[: len(head)] != head or len(parts) == len(head):
-            continue
-        source = folder.joinpath(*parts[len(head) :]).with_suffix(".v")
-        if source.is_file():
-            return source
+    for folder, prefix in [*flag_roots(flags, cwd or Path.cwd()), *coq_library_roots()]:
+        rest = under_prefix(prefix, parts)
+        if rest:
+            source = folder.joinpath(*rest).with_suffix(".v")
+            if source.is_file():
+                return source
     return None
 
 
@@ -114,11 +106,10 @@ def loaded_library_modules(print_libraries: str) -> list[str]:
 
 
 def _usable(script: str) -> bool:
-    if _REFUSED.search(script):
-        return False
+    """Whether the proof-script gate (:func:`~..script.check_script`) takes ``script``."""
     try:
-        one_sentence(script)
-    except SourceSyntaxError:
+        check_script([script])
+    except ScriptRejected:
         return False
     return True
 
