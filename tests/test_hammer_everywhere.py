@@ -14,6 +14,7 @@ from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
+    case_split_reconstructions,
     missing_atps,
     printed_hints,
     standard_reconstructions,
@@ -381,5 +382,49 @@ async def test_a_proof_needing_a_lemma_right_to_left_or_a_case_split_is_rebuilt(
     path = tmp_path / "Rebuilt.v"
     rebuilt = await _scripts_that_close(path, text, scripts)
     assert rebuilt, scripts
+    path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
+    assert coqc_ok(path)
+
+
+#: a case on a hypothesis ``a <= 0`` (``a < 0 \/ a = 0`` unfolded), each closed by a lemma
+REBUILT_BY_SPLITTING_A_HYPOTHESIS = """\
+Require Import Reals.
+Open Scope R_scope.
+Lemma abs_nonpos : forall a : R, a <= 0 -> Rabs a = - a.
+Admitted.
+"""
+#: ``Rabs`` unfolded is a match on ``Rcase_abs x``: both cases closed from the lemmas
+REBUILT_BY_SPLITTING_A_MATCH = """\
+Require Import Reals.
+Open Scope R_scope.
+Lemma le_abs : forall x : R, x <= Rabs x.
+Admitted.
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [
+        (
+            REBUILT_BY_SPLITTING_A_HYPOTHESIS,
+            "sfirstorder use: Rabs_left, Rabs_R0, Ropp_0 unfold: Rle.",
+        ),
+        (REBUILT_BY_SPLITTING_A_MATCH, "hauto lq: on use: Rle_trans, Rabs_pos unfold: Rle, Rabs."),
+    ],
+    ids=["hypothesis", "match"],
+)
+async def test_an_sfirstorder_or_hauto_proof_is_rebuilt_by_splitting_cases(
+    tmp_path: Path, text: str, printed: str
+) -> None:
+    """As on Rbasic_fun's ``Rabs_left1`` and ``Rle_abs`` (CoqHammer printed these
+    tactics there): only the case-splitting scripts close them, with plain Coq, and
+    the file compiles with the first that does."""
+    hints = printed_hints(printed)
+    family = case_split_reconstructions(", ".join(hints["unfold"]), ", ".join(hints["use"]))
+    scripts = standard_reconstructions(f"Replace the hammer tactic with:\n\t{printed}\n")
+    path = tmp_path / "Split.v"
+    rebuilt = await _scripts_that_close(path, text, scripts)
+    assert rebuilt, scripts
+    assert set(rebuilt) <= set(family)  # no script from before this family closes them
     path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
     assert coqc_ok(path)

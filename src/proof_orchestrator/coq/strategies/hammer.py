@@ -75,6 +75,7 @@ __all__ = [
     "TACTICS_IMPORT",
     "HammerStrategy",
     "SautoStrategy",
+    "case_split_reconstructions",
     "dependencies",
     "hammer_environment",
     "missing_atps",
@@ -331,6 +332,38 @@ def _with_lemmas(
     return scripts
 
 
+#: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
+#: ``Rcase_abs x``), introducing what each case adds
+SPLIT_ALL = (
+    "repeat (match goal with | |- context [match ?x with _ => _ end] => destruct x "
+    "| H : context [match ?x with _ => _ end] |- _ => destruct x end; intros)"
+)
+#: a leaf of ``firstorder``/``intuition``: closed, or the branch fails (``eauto`` alone
+#: never fails, so a leaf it cannot close would be left open)
+_LEAF = "solve [congruence | eauto | subst; eauto]"
+
+
+def case_split_reconstructions(unfold: str, use: str) -> list[str]:
+    """Plain-Coq stand-ins for ``sfirstorder``/``hauto``/``hfcrush`` with their hints.
+
+    Those tactics unfold the ``unfold:`` constants, split the ``match`` they
+    expose (in the hypotheses too), put the ``use:`` lemmas in the context and
+    search; these scripts do the same with ``firstorder`` and ``intuition``,
+    whose leaves are closed by ``congruence`` or ``eauto`` (with every hint
+    database, for the last two).
+    """
+    unfolding = f"unfold {unfold} in *; " if unfold else ""
+    generalize = f"generalize {use}; " if use else ""
+    using = f" using {use}" if use else ""
+    return [
+        f"intros; {unfolding}intros; {SPLIT_ALL}; {generalize}intros; firstorder ({_LEAF}).",
+        f"intros; {generalize}{unfolding}intros; {SPLIT_ALL}; subst; "
+        "intuition (solve [eauto with *]).",
+        f"intros; {unfolding}{SPLIT_ALL}; "
+        f"firstorder (subst; solve [congruence | eauto with *]){using}.",
+    ]
+
+
 def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
     """Proofs of what ``hammer`` found, with tactics every Coq has (no CoqHammer).
 
@@ -364,6 +397,7 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
             found.append(f"eauto using {use}.")
         for opening in openings:
             found += _with_lemmas(opening, use, constructors, lia)
+        found += case_split_reconstructions(unfold, use)
     found += [
         "congruence.",
         "intuition.",
