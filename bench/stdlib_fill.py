@@ -102,6 +102,7 @@ def main(argv: list[str]) -> int:
     split = argv.index("--") if "--" in argv else len(argv)
     sources = [Path(a) for a in argv[1:split]]
     options = argv[split + 1 :]
+    work.mkdir(parents=True, exist_ok=True)
     copies: list[Path] = []
     hidden = 0
     for source in sources:
