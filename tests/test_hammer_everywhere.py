@@ -402,25 +402,39 @@ Admitted.
 """
 
 
+#: ``In`` unfolds to an ``exists`` over an ``InA`` on a cons cell, which only inverts
+REBUILT_BY_INVERSION = """\
+Require Import SetoidList.
+Definition eqk (p q : nat * nat) := fst p = fst q.
+Definition MapsTo (k e : nat) (l : list (nat * nat)) := InA eqk (k, e) l.
+Definition In k l := exists e, MapsTo k e l.
+Lemma In_inv : forall k k' e l, In k ((k', e) :: l) -> k = k' \\/ In k l.
+Admitted.
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "printed"),
     [
+        (REBUILT_BY_INVERSION, "sauto."),
         (
             REBUILT_BY_SPLITTING_A_HYPOTHESIS,
             "sfirstorder use: Rabs_left, Rabs_R0, Ropp_0 unfold: Rle.",
         ),
         (REBUILT_BY_SPLITTING_A_MATCH, "hauto lq: on use: Rle_trans, Rabs_pos unfold: Rle, Rabs."),
     ],
-    ids=["hypothesis", "match"],
+    ids=["inversion", "hypothesis", "match"],
 )
-async def test_an_sfirstorder_or_hauto_proof_is_rebuilt_by_splitting_cases(
+async def test_a_sauto_hauto_or_sfirstorder_proof_is_rebuilt_by_inversion_or_cases(
     tmp_path: Path, text: str, printed: str
 ) -> None:
-    """As on Rbasic_fun's ``Rabs_left1`` and ``Rle_abs`` (CoqHammer printed these
-    tactics there): only the case-splitting scripts close them, with plain Coq, and
-    the file compiles with the first that does."""
+    """As on EqualitiesFacts' ``In_inv``, Rbasic_fun's ``Rabs_left1`` and ``Rle_abs``
+    (CoqHammer printed these tactics there): only the scripts that invert or split
+    cases close them, with plain Coq, and the file compiles with the first that does."""
     hints = printed_hints(printed)
-    family = case_split_reconstructions(", ".join(hints["unfold"]), ", ".join(hints["use"]))
+    family = case_split_reconstructions(
+        ", ".join(hints.get("unfold", [])), ", ".join(hints.get("use", []))
+    )
     scripts = standard_reconstructions(f"Replace the hammer tactic with:\n\t{printed}\n")
     path = tmp_path / "Split.v"
     rebuilt = await _scripts_that_close(path, text, scripts)

@@ -347,15 +347,21 @@ def case_split_reconstructions(unfold: str, use: str) -> list[str]:
     """Plain-Coq stand-ins for ``sfirstorder``/``hauto``/``hfcrush`` with their hints.
 
     Those tactics unfold the ``unfold:`` constants, split the ``match`` they
-    expose (in the hypotheses too), put the ``use:`` lemmas in the context and
-    search; these scripts do the same with ``firstorder`` and ``intuition``,
-    whose leaves are closed by ``congruence`` or ``eauto`` (with every hint
-    database, for the last two).
+    expose (in the hypotheses too), invert hypotheses, put the ``use:`` lemmas
+    in the context and search; these scripts do the same with ``firstorder``
+    and ``intuition``, whose leaves are closed by inverting a hypothesis, by
+    ``congruence`` or by ``eauto`` (with every hint database, for the last two).
     """
     unfolding = f"unfold {unfold} in *; " if unfold else ""
     generalize = f"generalize {use}; " if use else ""
     using = f" using {use}" if use else ""
+    # a hypothesis of an inductive predicate on a constructor (``InA eq x (y :: l)``,
+    # seen once ``hnf`` unfolds ``In``), inverted at a leaf: sauto's ``inv:``
+    invert = (
+        f"match goal with H : _ |- _ => solve [inversion H; subst; firstorder (eauto{using})] end"
+    )
     return [
+        f"intros; {unfolding}hnf in *; firstorder ({invert}).",
         f"intros; {unfolding}intros; {SPLIT_ALL}; {generalize}intros; firstorder ({_LEAF}).",
         f"intros; {generalize}{unfolding}intros; {SPLIT_ALL}; subst; "
         "intuition (solve [eauto with *]).",
