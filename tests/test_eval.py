@@ -355,3 +355,37 @@ async def test_the_tactics_baseline_runs_with_lia_in_front_and_not_coqhammer(
     scripts = {r["name"]: r["arms"]["tactics"]["script"] for r in result["rows"]}
     assert scripts["arith"] == "lia."
     assert scripts["prop"] in ("intuition.", "firstorder.")
+
+
+#: ``auto`` closes ``False`` from ``true = false`` only with ssrbool's hints (CoqHammer loads
+#: ssrbool), so ``discriminate.`` then has no goal: the file breaks with CoqHammer in front
+BREAKS_WITH_HAMMER_IN_FRONT = (
+    "Lemma not_true_false : true = false -> False.\n"
+    "Proof. intros; auto. discriminate. Qed.\n" + SMALL
+)
+
+
+async def test_the_hammer_arm_loads_coqhammer_before_the_statement_where_in_front_breaks(
+    tmp_path: Path,
+) -> None:
+    """As in MSetWeakList.v: the goals after a proof that CoqHammer's libraries break are
+    still scored; its arm loads CoqHammer just before each statement and says so."""
+    path = tmp_path / "Late.v"
+    path.write_text(BREAKS_WITH_HAMMER_IN_FRONT, encoding="utf-8")
+    result = await evaluate(
+        [path],
+        budget=10,
+        baselines=["hammer", "tactics"],
+        portfolio=False,
+        only=["not_true_false", "plus_zero_l", "plus_zero_r"],
+    )
+    assert result["unloadable"] == []
+    rows = {r["name"]: r["arms"] for r in result["rows"]}
+    assert set(rows) == {"not_true_false", "plus_zero_l", "plus_zero_r"}
+    # the first goal loads with CoqHammer in front; every later one needs it late
+    assert "before the statement" not in rows["not_true_false"]["hammer"]["note"]
+    for name in ("plus_zero_l", "plus_zero_r"):
+        assert "CoqHammer loaded before the statement" in rows[name]["hammer"]["note"]
+        assert "before the statement" not in rows[name]["tactics"]["note"]
+    # hammer, loaded late, proves the goals its ATPs reach
+    assert rows["plus_zero_l"]["hammer"]["solved"]

@@ -2,7 +2,8 @@
 
 :mod:`proof_orchestrator.workflows.evaluate` runs the evaluation (the arms,
 their order, the portfolio through the engine, the summary); what is Coq's
-is here: the ``Qed`` proofs of a file, CoqHammer loaded in front of it,
+is here: the ``Qed`` proofs of a file, CoqHammer loaded in front of it
+(or, where that breaks the file, just before the goal's statement),
 ``Timeout B hammer.`` as users run it, the standard tactic list (with Lia
 loaded in front instead of CoqHammer), and the check
 of an arm's candidate in the goal's own session (the gate, ``Qed``, then the
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import OrchError, ScriptRejected
+from ..errors import OrchError, PrefixError, ScriptRejected
 from ..goals import Budget, Goal, HoleKind, Outcome
 from ..provers.base import TacticStatus
 from ..provers.settings import CoqSettings
@@ -137,9 +138,20 @@ async def _hammer_as_users_run_it(session: CoqSession, budget: Budget) -> Strate
 _SETTINGS = CoqSettings(max_idle=2)
 
 
-def _prefix(prover: CoqProver, text: str, hole: CoqHole, arm: str = "hammer") -> list[str]:
+def _prefix(
+    prover: CoqProver, text: str, hole: CoqHole, arm: str = "hammer", *, late: bool = False
+) -> list[str]:
+    """The sentences a peer's session runs: its preamble in front of the file's prefix,
+    or (``late``) just before the goal's statement."""
     front = TACTICS_PREAMBLE if arm == "tactics" else HAMMER_PREAMBLE
-    return [*front, *prover._prefix_codes(text, hole.prefix_end)]
+    codes = prover._prefix_codes(text, hole.prefix_end)
+    if late:
+        return [*codes[:-1], *front, *codes[-1:]]
+    return [*front, *codes]
+
+
+#: the note of a ``hammer`` arm whose CoqHammer was loaded just before the statement
+LOADED_LATE = "CoqHammer loaded before the statement (the file does not load with it in front)"
 
 
 async def _checked(
@@ -240,6 +252,8 @@ class FileEvaluation:
         project = project_for(path)
         self.prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
         self.trust = TrustBase([proved.goal.qualified_name for proved, _ in self.proofs])
+        #: where (``prefix_end``) the file stopped loading with CoqHammer in front
+        self._late_from: int | None = None
 
     def audit_for(self, index: int) -> GoalAudit:
         hole, original = self.proofs[index]
@@ -264,7 +278,28 @@ class FileEvaluation:
     ) -> tuple[str, float, bool, str, tuple[str, ...]]:
         """A peer on goal ``index``: (strategy, CPU seconds, solved, note, script)."""
         hole = self.proofs[index][0]
-        prefix = _prefix(self.prover, self.text, hole, arm)
+        late = arm != "tactics" and self._front_fails(hole)
+        try:
+            return await self._baseline(arm, index, budget, late=late)
+        except PrefixError:
+            if late or arm == "tactics":
+                raise
+        # CoqHammer in front of the file breaks it (``Require ssrbool`` changes what
+        # ``discriminate`` does in MSetWeakList.v); a user would load it lower down:
+        # just before the statement, as fill's side sessions do
+        self._late_from = min(self._late_from or hole.prefix_end, hole.prefix_end)
+        return await self._baseline(arm, index, budget, late=True)
+
+    def _front_fails(self, hole: CoqHole) -> bool:
+        """Whether an earlier goal showed the prefix up to ``hole`` fails with CoqHammer
+        in front."""
+        return self._late_from is not None and hole.prefix_end >= self._late_from
+
+    async def _baseline(
+        self, arm: str, index: int, budget: Budget, *, late: bool
+    ) -> tuple[str, float, bool, str, tuple[str, ...]]:
+        hole = self.proofs[index][0]
+        prefix = _prefix(self.prover, self.text, hole, arm, late=late)
         async with self.prover.session_at(hole.goal, prefix) as session:
             spent = _arm_clock(session)
             found, strategy = await _run_arm(arm, session, hole, budget)
@@ -272,6 +307,8 @@ class FileEvaluation:
             solved, note, script = await _checked(
                 session, found, hole, self.audit_for(index), budget
             )
+        if late:
+            note = "; ".join(n for n in (LOADED_LATE, note) if n)
         return strategy, cpu, solved, note, script
 
     async def aclose(self) -> None:

@@ -6,7 +6,12 @@ file's earlier lemmas with their proofs, and the libraries loaded so far):
 position-faithful. CoqHammer is loaded in front of every file
 (``From Hammer Require Import Hammer``), so that ``hammer`` can run; the files
 to evaluate must not be among the ~200 library modules it loads, or their
-lemmas would be in scope (``orch eval`` refuses such files).
+lemmas would be in scope (``orch eval`` refuses such files). Where a file does
+not load with CoqHammer in front (its libraries' hints change what an earlier
+proof's tactic does: ``Require ssrbool`` breaks MSetWeakList.v), the ``hammer``
+arms load it just before the goal's statement instead, as fill's side sessions
+do, and their note says so; a goal whose prefix fails even so is reported
+apart, unscored.
 
 Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:
@@ -486,10 +491,10 @@ async def _goal(
             else:
                 strategy, cpu, solved, note, script = await file.baseline(arm, index, budget)
         except PrefixError as exc:
-            # the same prefix fails for every arm: the hints of the libraries
-            # CoqHammer loads can change what an earlier tactic does (in ListSet.v,
-            # an ``intuition``, i.e. ``auto with *``, closes a goal the next line
-            # expected); no arm can be scored here
+            # the file's own prefix fails (the hammer arms have already tried
+            # CoqHammer just before the statement when it broke the file in front:
+            # its libraries' hints can change what an earlier tactic does); no arm
+            # can be scored here
             row.arms.clear()
             row.unloadable = str(exc)
             return row
