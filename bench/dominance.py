@@ -10,7 +10,9 @@ usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coq
    that declare a functor (``Module X (P : T)`` or ``Module Type``) and then
    the first others until, with 2 files of the Debian library ``--lib`` (its
    files with 10 to 80 ``Qed`` proofs, shuffled with the same seed), there are
-   at least 8 files and ``--goals`` goals. A drawn file whose copy with every
+   at least 8 files and ``--goals`` goals. When fewer than 3 functor files with
+   10 to 80 proofs are left (earlier draws took them), functor files with up to
+   160 are drawn instead (same seed, same order). A drawn file whose copy with every
    ``Qed`` proof ``Admitted`` does not compile is left out (and listed).
 2. **fill**: ``bench/stdlib_fill.py`` on those copies with the product's command,
    ``orch fill --budget 10 --budget-cap 10 --cpu-target 1.0`` (process-tree CPU).
@@ -60,6 +62,8 @@ from proof_orchestrator.coq.holes import admit_proofs  # noqa: E402
 ORCH = str(ROOT / ".venv/bin/orch")
 PYTHON = str(ROOT / ".venv/bin/python")
 USER_CONTRIB = THEORIES.parent / "user-contrib"
+#: the most ``Qed`` proofs a drawn functor file may have once those with at most 80 are used
+MAX_FUNCTOR_QED = 160
 FUNCTOR = re.compile(r"(?m)^\s*(Module\s+Type\b|(Declare\s+)?Module\s+[\w']+\s*\(\s*[\w']+\s*:)")
 SOLOS = ("micro", "induction", "search", "hammer")
 FILL_OPTIONS = ["--budget", "10", "--budget-cap", "10", "--cpu-target", "1.0"]
@@ -81,20 +85,21 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
     excluded = earlier_files() | {
         ln.strip() for ln in (BENCH / "tuning-files.txt").read_text().splitlines() if ln.strip()
     }
-    stdlib = sorted(
+    candidates = sorted(
         p
         for p in THEORIES.rglob("*.v")
-        if logical_name(p) not in loaded and str(p) not in excluded and 10 <= qed_count(p) <= 80
+        if logical_name(p) not in loaded and str(p) not in excluded and qed_count(p) >= 10
     )
+    stdlib = [p for p in candidates if qed_count(p) <= 80]
+    large = [p for p in candidates if qed_count(p) <= MAX_FUNCTOR_QED]
     library_root = USER_CONTRIB / lib
     library = sorted(
-        p
-        for p in library_root.rglob("*.v")
-        if str(p) not in excluded and 10 <= qed_count(p) <= 80
+        p for p in library_root.rglob("*.v") if str(p) not in excluded and 10 <= qed_count(p) <= 80
     )
     if len(library) < 2:
         raise SystemExit(f"{library_root}: fewer than 2 files with 10-80 Qed proofs (installed?)")
     random.Random(seed).shuffle(stdlib)
+    random.Random(seed).shuffle(large)
     random.Random(seed).shuffle(library)
     scratch = work / "compile-check"
     left_out: list[str] = []
@@ -116,7 +121,10 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         return bool(FUNCTOR.search(p.read_text(encoding="utf-8", errors="replace")))
 
     from_lib = take(library, 2, lambda p: True)
-    functors = take(stdlib, 3, is_functor)
+    if sum(1 for p in stdlib if is_functor(p)) >= 3:
+        functors = take(stdlib, 3, is_functor)
+    else:  # the small functor files are used up: larger ones
+        functors = take(large, 3, is_functor)
     chosen = [*functors, *from_lib]
     others = [p for p in stdlib if p not in functors and str(p) not in left_out]
     for path in others:
