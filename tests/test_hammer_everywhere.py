@@ -10,11 +10,11 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
+from proof_orchestrator.coq.strategies.case_split import case_split_reconstructions
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
-    case_split_reconstructions,
     missing_atps,
     printed_hints,
     standard_reconstructions,
@@ -44,7 +44,7 @@ End S.
 #: proved by hammer, rebuilt only by CoqHammer's own tactics (a case split on booleans)
 NEEDS_SAUTO = """\
 Require Import Bool.
-Lemma andb_left : forall b1 b2 : bool, andb b1 b2 = true -> b1 = true.
+Lemma pred_of_nonzero : forall n : nat, n <> 0 -> exists m, n = S m.
 Admitted.
 """
 
@@ -115,7 +115,7 @@ async def test_with_the_import_allowed_hammer_keeps_coqhammers_tactic(
     assert goal.imports == (TACTICS_IMPORT,)
     assert report.files[0].status is FileStatus.DONE
     written = path.read_text(encoding="utf-8")
-    assert written.startswith(f"Require Import Bool.\n{TACTICS_IMPORT}\nLemma andb_left")
+    assert written.startswith(f"Require Import Bool.\n{TACTICS_IMPORT}\nLemma pred_of_nonzero")
     assert coqc_ok(path)
 
 

@@ -6,12 +6,9 @@ file's earlier lemmas with their proofs, and the libraries loaded so far):
 position-faithful. CoqHammer is loaded in front of every file
 (``From Hammer Require Import Hammer``), so that ``hammer`` can run; the files
 to evaluate must not be among the ~200 library modules it loads, or their
-lemmas would be in scope (``orch eval`` refuses such files). Where a file does
-not load with CoqHammer in front (its libraries' hints change what an earlier
-proof's tactic does: ``Require ssrbool`` breaks MSetWeakList.v), the ``hammer``
-arms load it just before the goal's statement instead, as fill's side sessions
-do, and their note says so; a goal whose prefix fails even so is reported
-apart, unscored.
+lemmas would be in scope (``orch eval`` refuses such files). Where CoqHammer in
+front breaks a file (``ssrbool`` breaks MSetWeakList.v), the ``hammer`` arms load
+it just before the statement, as fill's side sessions do, and say so in their note.
 
 Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:

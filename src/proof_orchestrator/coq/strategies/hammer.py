@@ -64,6 +64,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
+from .case_split import case_split_reconstructions
 from .micro import _QuickTactics, lia_tactic
 
 __all__ = [
@@ -75,7 +76,6 @@ __all__ = [
     "TACTICS_IMPORT",
     "HammerStrategy",
     "SautoStrategy",
-    "case_split_reconstructions",
     "dependencies",
     "hammer_environment",
     "missing_atps",
@@ -330,44 +330,6 @@ def _with_lemmas(
                 f"{opening}simpl in *; rewrite {rewrites} in *; {lia}.",
             ]
     return scripts
-
-
-#: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
-#: ``Rcase_abs x``), introducing what each case adds
-SPLIT_ALL = (
-    "repeat (match goal with | |- context [match ?x with _ => _ end] => destruct x "
-    "| H : context [match ?x with _ => _ end] |- _ => destruct x end; intros)"
-)
-#: a leaf of ``firstorder``/``intuition``: closed, or the branch fails (``eauto`` alone
-#: never fails, so a leaf it cannot close would be left open)
-_LEAF = "solve [congruence | eauto | subst; eauto]"
-
-
-def case_split_reconstructions(unfold: str, use: str) -> list[str]:
-    """Plain-Coq stand-ins for ``sfirstorder``/``hauto``/``hfcrush`` with their hints.
-
-    Those tactics unfold the ``unfold:`` constants, split the ``match`` they
-    expose (in the hypotheses too), invert hypotheses, put the ``use:`` lemmas
-    in the context and search; these scripts do the same with ``firstorder``
-    and ``intuition``, whose leaves are closed by inverting a hypothesis, by
-    ``congruence`` or by ``eauto`` (with every hint database, for the last two).
-    """
-    unfolding = f"unfold {unfold} in *; " if unfold else ""
-    generalize = f"generalize {use}; " if use else ""
-    using = f" using {use}" if use else ""
-    # a hypothesis of an inductive predicate on a constructor (``InA eq x (y :: l)``,
-    # seen once ``hnf`` unfolds ``In``), inverted at a leaf: sauto's ``inv:``
-    invert = (
-        f"match goal with H : _ |- _ => solve [inversion H; subst; firstorder (eauto{using})] end"
-    )
-    return [
-        f"intros; {unfolding}hnf in *; firstorder ({invert}).",
-        f"intros; {unfolding}intros; {SPLIT_ALL}; {generalize}intros; firstorder ({_LEAF}).",
-        f"intros; {generalize}{unfolding}intros; {SPLIT_ALL}; subst; "
-        "intuition (solve [eauto with *]).",
-        f"intros; {unfolding}{SPLIT_ALL}; "
-        f"firstorder (subst; solve [congruence | eauto with *]){using}.",
-    ]
 
 
 def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:

@@ -1,0 +1,48 @@
+"""Plain-Coq stand-ins for CoqHammer's ``sauto`` family, used to rebuild what ``hammer`` found.
+
+:func:`.hammer.standard_reconstructions` tries these after its lemma-driven
+scripts: they do with ``firstorder`` and ``intuition`` what ``sauto``,
+``hauto`` and ``sfirstorder`` do with their hints, in a file that does not
+load CoqHammer's tactics.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SPLIT_ALL", "case_split_reconstructions"]
+
+#: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
+#: ``Rcase_abs x``), introducing what each case adds
+SPLIT_ALL = (
+    "repeat (match goal with | |- context [match ?x with _ => _ end] => destruct x "
+    "| H : context [match ?x with _ => _ end] |- _ => destruct x end; intros)"
+)
+#: a leaf of ``firstorder``/``intuition``: closed, or the branch fails (``eauto`` alone
+#: never fails, so a leaf it cannot close would be left open)
+_LEAF = "solve [congruence | eauto | subst; eauto]"
+
+
+def case_split_reconstructions(unfold: str, use: str) -> list[str]:
+    """Plain-Coq stand-ins for ``sfirstorder``/``hauto``/``hfcrush`` with their hints.
+
+    Those tactics unfold the ``unfold:`` constants, split the ``match`` they
+    expose (in the hypotheses too), invert hypotheses, put the ``use:`` lemmas
+    in the context and search; these scripts do the same with ``firstorder``
+    and ``intuition``, whose leaves are closed by inverting a hypothesis, by
+    ``congruence`` or by ``eauto`` (with every hint database, for the last two).
+    """
+    unfolding = f"unfold {unfold} in *; " if unfold else ""
+    generalize = f"generalize {use}; " if use else ""
+    using = f" using {use}" if use else ""
+    # a hypothesis of an inductive predicate on a constructor (``InA eq x (y :: l)``,
+    # seen once ``hnf`` unfolds ``In``), inverted at a leaf: sauto's ``inv:``
+    invert = (
+        f"match goal with H : _ |- _ => solve [inversion H; subst; firstorder (eauto{using})] end"
+    )
+    return [
+        f"intros; {unfolding}hnf in *; firstorder ({invert}).",
+        f"intros; {unfolding}intros; {SPLIT_ALL}; {generalize}intros; firstorder ({_LEAF}).",
+        f"intros; {generalize}{unfolding}intros; {SPLIT_ALL}; subst; "
+        "intuition (solve [eauto with *]).",
+        f"intros; {unfolding}{SPLIT_ALL}; "
+        f"firstorder (subst; solve [congruence | eauto with *]){using}.",
+    ]
