@@ -442,3 +442,54 @@ async def test_a_sauto_hauto_or_sfirstorder_proof_is_rebuilt_by_inversion_or_cas
     assert set(rebuilt) <= set(family)  # no script from before this family closes them
     path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
     assert coqc_ok(path)
+
+
+#: an iff lemma rewritten in a hypothesis (FSetPositive's ``filter_1``)
+REBUILT_BY_REWRITING_A_HYPOTHESIS = """\
+Require Import List.
+Definition keep (f : nat -> bool) (l : list nat) := filter f l.
+Lemma keep_in : forall f l x, In x (keep f l) -> In x l.
+Admitted.
+"""
+#: one lemma rewritten once where its premise holds, then the exposed ``if`` split
+#: (FSetPositive's ``compare_x_empty``); ``rewrite ?cmp_inv`` would loop
+REBUILT_BY_REWRITING_ONCE = """\
+Definition opp (c : comparison) := match c with Lt => Gt | Gt => Lt | Eq => Eq end.
+Parameter cmp : nat -> nat -> comparison.
+Parameter empty : nat -> bool.
+Axiom cmp_inv : forall a b, cmp a b = opp (cmp b a).
+Axiom cmp_empty : forall a, empty a = true -> forall b, cmp a b = if empty b then Eq else Lt.
+Lemma cmp_x_empty : forall a, empty a = true -> forall b, cmp b a = if empty b then Eq else Gt.
+Admitted.
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "printed", "marker"),
+    [
+        (
+            REBUILT_BY_REWRITING_A_HYPOTHESIS,
+            "strivial use: filter_In unfold: keep.",
+            "rewrite ?filter_In in *; intuition",
+        ),
+        (
+            REBUILT_BY_REWRITING_ONCE,
+            "hauto use: cmp_empty, cmp_inv unfold: opp inv: bool.",
+            "try rewrite cmp_inv by eauto; try rewrite cmp_empty by eauto",
+        ),
+    ],
+    ids=["in-hypothesis", "once"],
+)
+async def test_a_proof_rewriting_in_a_hypothesis_or_once_under_a_premise_is_rebuilt(
+    tmp_path: Path, text: str, printed: str, marker: str
+) -> None:
+    """CoqHammer printed these tactics for FSetPositive's ``filter_1`` and
+    ``compare_x_empty``; only the scripts that rewrite in the hypotheses, or rewrite
+    each lemma once with its premise discharged, close the shapes here."""
+    scripts = standard_reconstructions(f"Replace the hammer tactic with:\n\t{printed}\n")
+    path = tmp_path / "Rewritten.v"
+    rebuilt = await _scripts_that_close(path, text, scripts)
+    assert rebuilt, scripts
+    assert all(marker in script for script in rebuilt), rebuilt
+    path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
+    assert coqc_ok(path)

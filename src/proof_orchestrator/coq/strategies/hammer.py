@@ -64,7 +64,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
-from .case_split import case_split_reconstructions
+from .case_split import SPLIT_ALL, case_split_reconstructions
 from .micro import _QuickTactics, lia_tactic
 
 __all__ = [
@@ -305,6 +305,8 @@ def _with_lemmas(
             # an iff lemma rewritten, what is left propositional (its side goals too)
             f"{opening}rewrite {rewrites}; intuition (eauto{using}).",
             f"{opening}rewrite {rewrites} in *; congruence.",
+            # an iff lemma rewritten in the hypotheses (``In x (filter f s)``)
+            f"{opening}rewrite {rewrites} in *; intuition (eauto{using}).",
             f"{opening}simpl in *; rewrite {rewrites} in *; eauto{using}.",
         ]
         if len(names) > 1:
@@ -312,6 +314,11 @@ def _with_lemmas(
             backwards = ", ".join(f"?{n}" for n in reversed(names))
             scripts.append(f"{opening}rewrite {backwards}; intuition (eauto{using}).")
             scripts.append(f"{opening}rewrite {backwards}; auto.")
+        for order in dict.fromkeys((tuple(names), tuple(reversed(names)))):
+            # each lemma rewritten once where its premises hold (``compare_empty_x``
+            # needs ``is_empty a = true``), then the matches it exposes split
+            once = "; ".join(f"try rewrite {n} by eauto" for n in order)
+            scripts.append(f"{opening}{once}; {SPLIT_ALL}; auto.")
         if len(names) <= MAX_ORIENTED:
             # an equation the ATPs used right to left (``a*b - a*c`` folded back into
             # ``a*(b-c)``): every orientation, in both orders
