@@ -1,7 +1,7 @@
 """Issue 28 acceptance: ``orch fill`` on held-out library files against its peers and its members.
 
 usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coquelicot]
-                                 [--solo-sample 30] [--draw-only]
+                                 [--solo-sample 30] [--draw-only | --peers-only]
 
 1. **Draw** (a rule fixed before any run): Coq stdlib files outside what
    CoqHammer loads (evaluating those after its load is not position-faithful),
@@ -26,7 +26,9 @@ usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coq
    member's win there is a goal the portfolio lost.
 
 Each stage leaves its output in WORK and is skipped when it is there already,
-so an interrupted run goes on where it stopped. The combined result goes to
+so an interrupted run goes on where it stopped. ``--peers-only`` runs the draw
+and the peers alone (they do not depend on orch's code), so that a later run in
+the same WORK measures only fill and the solo stage. The combined result goes to
 ``bench/results/<time>-dominance.json``.
 """
 
@@ -169,7 +171,7 @@ def run_fill(files: list[str], work: Path) -> dict[str, Any]:
     result = json.loads(_written(run.stdout).read_text())
     report = json.loads((folder / "report.json").read_text() or "{}")
     # copies are named after their source (``parent_name.v`` on a clash): map back
-    by_copy = {}
+    by_copy: dict[str, str] = {}
     for source in files:
         name = Path(source).name
         by_copy.setdefault(name, source)
@@ -232,6 +234,12 @@ def main() -> int:
         "--peer-sample", type=int, help="run the peers on this many goals (seeded), not all"
     )
     ap.add_argument("--draw-only", action="store_true")
+    ap.add_argument(
+        "--peers-only",
+        action="store_true",
+        help="draw and run the peers only (they do not depend on orch's code); a later "
+        "run in the same WORK reuses them and runs fill and the solo stage",
+    )
     a = ap.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -240,7 +248,10 @@ def main() -> int:
     if a.draw_only:
         return 0
     files = drawn["files"]
-    fill = _stage(work / "fill.json", lambda: run_fill(files, work))
+    if a.peers_only:
+        print("peers only: fill and the solo stage are left to a later run", flush=True)
+    else:
+        fill = _stage(work / "fill.json", lambda: run_fill(files, work))
     peers = _stage(
         work / "peers.json",
         lambda: run_eval(
@@ -252,6 +263,8 @@ def main() -> int:
             + (["--sample", str(a.peer_sample)] if a.peer_sample else []),
         ),
     )
+    if a.peers_only:
+        return 0
     proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
     scored_by_peers = {r["key"] for r in peers["rows"]}
     unproved = sorted(
@@ -259,7 +272,7 @@ def main() -> int:
     )
     sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
     names = sorted({k.split("::")[1] for k in sample})
-    solo = {"rows": []}
+    solo: dict[str, Any] = {"rows": []}
     if names:
         solo = _stage(
             work / "solo.json",
