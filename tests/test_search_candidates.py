@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-from proof_orchestrator.coq.strategies.search import (
-    hypothesis_tactics,
-    local_tactics,
-    unfold_candidates,
-)
-from proof_orchestrator.search.features import COQ
-from proof_orchestrator.search.proofstate import hypotheses
+from proof_orchestrator.coq.strategies.search import local_tactics, unfold_candidates
 
 
 def test_the_conclusions_constants_are_offered_not_the_local_names() -> None:
@@ -40,26 +34,3 @@ def test_the_files_own_argument_free_tactics_are_offered_latest_first() -> None:
     notation = [*prefix, 'Tactic Notation "set_solver" := set_solver by idtac.']
     assert local_tactics(notation, limit=1) == ["set_solver.", "intros; set_solver."]
     assert local_tactics(prefix, limit=1) == ["ring_Rsqr.", "intros; ring_Rsqr."]
-
-
-def test_hypotheses_are_applied_rewritten_or_destructed_by_shape_latest_first() -> None:
-    goal = """\
-  A : Type
-  x : comparison
-  H : In a l -> False
-  H0 : a = b
-  H1 : exists n, f n = 0
-  H2 : ~ P
-  H3 : P <-> Q
-  ============================
-  ct (CompOpp x) x Eq"""
-    assert hypothesis_tactics(hypotheses(goal, COQ), limit=10) == [
-        "destruct H3.",
-        "apply H2.",
-        "destruct H1.",
-        "rewrite H0.",
-        "rewrite <- H0.",
-        "apply H.",
-        "destruct x.",
-    ]
-    assert hypothesis_tactics(hypotheses(goal, COQ), limit=1) == ["destruct H3."]

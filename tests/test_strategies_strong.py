@@ -74,33 +74,6 @@ async def test_search_finds_a_proof_no_single_quick_tactic_finds(tmp_path: Path)
         assert replay.status is TacticStatus.COMPLETE
 
 
-#: a case analysis on a variable, then a constructor per case (FSetPositive's ``ct_cxe``);
-#: no hint knows ``ct``, so no closer proves it
-CASES = """\
-Inductive ct : comparison -> comparison -> comparison -> Prop :=
-| ct_xxx : forall x, ct x x x
-| ct_xex : forall x, ct x Eq x
-| ct_exx : forall x, ct Eq x x
-| ct_glx : forall x, ct Gt Lt x
-| ct_lgx : forall x, ct Lt Gt x.
-Lemma ct_cxe : forall x, ct (CompOpp x) x Eq.
-Proof.
-Admitted.
-"""
-
-
-async def test_search_destructs_a_variable_of_an_inductive_type(tmp_path: Path) -> None:
-    async with _only_hole(tmp_path, "T.v", CASES) as (session, hole):
-        for quick in (MicroStrategy(), InductionStrategy()):
-            alone = await quick.prove(session, hole.goal, Budget(10, 1, 5))
-            assert alone.outcome is not Outcome.CANDIDATE
-        found = await SearchStrategy().prove(session, hole.goal, Budget(20, 1, 5))
-        assert found.outcome is Outcome.CANDIDATE
-        assert "destruct x." in found.sentences
-        replay = await session.run_script(found.sentences, session.root, timeout=5)
-        assert replay.status is TacticStatus.COMPLETE
-
-
 def test_bulletize_opens_a_bullet_per_subgoal() -> None:
     steps = ("induction n.", "reflexivity.", "simpl.", "rewrite IHn.", "reflexivity.")
     counts = (1, 2, 1, 1, 1, 0)

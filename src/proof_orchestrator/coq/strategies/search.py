@@ -41,8 +41,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
-from ...search.features import COQ
-from ...search.proofstate import Hypothesis, hypotheses
 from ...strategies.base import StrategyResult
 from ..session import CoqSession
 from ..states import CoqStates
@@ -67,7 +65,6 @@ __all__ = [
     "Suggest",
     "bulletize",
     "chain_opening",
-    "hypothesis_tactics",
     "local_tactics",
     "unfold_candidates",
 ]
@@ -125,53 +122,6 @@ def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
 
 #: the file's own argument-free tactics offered at a node, at most (the latest defined)
 MAX_LOCAL_TACTICS = 3
-
-
-#: hypotheses a node offers to use, at most (the latest first)
-MAX_HYPOTHESES = 4
-_SORTS = re.compile(r"(?:Type|Set|Prop|SProp)(?:@\{.*\})?")
-_EQUATION = re.compile(r"(?<![<>=!:])=(?![=>?])")
-
-
-def _top_level(text: str) -> str:
-    """``text`` with what is inside parentheses, brackets and braces blanked out."""
-    out: list[str] = []
-    depth = 0
-    for char in text:
-        if char in ")]}":
-            depth -= 1
-        out.append(char if depth == 0 else " ")
-        if char in "([{":
-            depth += 1
-    return "".join(out)
-
-
-def hypothesis_tactics(found: Sequence[Hypothesis], limit: int = MAX_HYPOTHESES) -> list[str]:
-    """Tactics that use the latest ``limit`` hypotheses, by the shape of their types.
-
-    An implication, a ``forall`` or a negation is applied; an equation rewrites
-    (both ways); anything else (a variable of an inductive type such as
-    ``x : comparison``, a conjunction, a disjunction, an ``exists``, an inductive
-    predicate) is ``destruct``-ed. The closers use hypotheses only to close a
-    goal; a case analysis (``destruct x; constructor`` for ``ct (CompOpp x) x Eq``)
-    or a backward step through a hypothesis needs its own candidate. Coq refuses
-    what does not fit (``destruct`` of a real number), which costs one tactic.
-    """
-    tactics: list[str] = []
-    for hyp in list(reversed(found))[:limit]:
-        kind = " ".join(hyp.type.split())
-        if not kind or _SORTS.fullmatch(kind):
-            continue
-        top = _top_level(kind)
-        if kind.startswith(("exists ", "exists2 ")):
-            tactics.append(f"destruct {hyp.name}.")
-        elif kind.startswith(("forall ", "~")) or re.search(r"(?<!<)->", top):
-            tactics.append(f"apply {hyp.name}.")
-        elif "<->" not in top and _EQUATION.search(top):
-            tactics += [f"rewrite {hyp.name}.", f"rewrite <- {hyp.name}."]
-        else:
-            tactics.append(f"destruct {hyp.name}.")
-    return tactics
 
 
 def local_tactics(prefix: Sequence[str], limit: int = MAX_LOCAL_TACTICS) -> list[str]:
@@ -268,7 +218,6 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
-        found += [(t, 0.0) for t in hypothesis_tactics(hypotheses(goal_text, COQ))]
         found += [(t, 0.0) for t in own_tactics]
         unfolds = unfold_candidates(goal_text)
         plain = await plain_goal(session) if lemmas is not None else None
