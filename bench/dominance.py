@@ -26,7 +26,8 @@ usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coq
    member's win there is a goal the portfolio lost.
 
 Each stage leaves its output in WORK and is skipped when it is there already,
-so an interrupted run goes on where it stopped. ``--peers-only`` runs the draw
+so an interrupted run goes on where it stopped (an ``orch eval`` stage from its
+journal, ``--resume``). ``--peers-only`` runs the draw
 and the peers alone (they do not depend on orch's code), so that a later run in
 the same WORK measures only fill and the solo stage. The combined result goes to
 ``bench/results/<time>-dominance.json``.
@@ -199,6 +200,9 @@ def run_eval(files: list[str], work: Path, name: str, arms: list[str], extra: li
     command = [ORCH, "eval", *files, "--no-portfolio", "--budget", "10", "--out", str(out)]
     for arm in arms:
         command += ["--baseline", arm]
+    stopped = sorted(out.glob("*-eval.partial.jsonl"))
+    if stopped:  # an earlier run of this stage stopped: go on from its journal
+        command += ["--resume", str(stopped[-1])]
     run = subprocess.run([*command, *extra], capture_output=True, text=True)
     print(run.stdout[-3000:], run.stderr[-2000:], sep="\n", flush=True)
     if run.returncode != 0:

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
+from proof_orchestrator.errors import OrchError
 from proof_orchestrator.workflows.evaluate import EvalError, GoalRow, evaluate
 
 SMALL = """\
@@ -113,6 +116,59 @@ def test_cli_writes_the_json_and_removes_the_journal(tmp_path: Path) -> None:
     assert re.search(r"tactics\s*│\s*\d+", view)
     bad = CliRunner().invoke(app, ["eval", str(tmp_path / "missing")])
     assert bad.exit_code != 0
+
+
+async def test_a_stopped_eval_resumes_from_its_journal_without_running_its_goals_again(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "A.v"
+    path.write_text(SMALL, encoding="utf-8")
+    journal = tmp_path / "journal.jsonl"
+    options: dict[str, Any] = {"budget": 3, "baselines": ["tactics"], "portfolio": False}
+    whole = await evaluate([path], journal=journal, **options)
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 3
+    # the run stopped during its third goal, half-way through writing a line
+    journal.write_text("\n".join(lines[:2]) + "\n" + lines[2][:25], encoding="utf-8")
+    ran: list[GoalRow] = []
+    resumed = await evaluate([path], journal=journal, resume=journal, on_goal=ran.append, **options)
+    assert [r.name for r in ran] == ["plus_succ_r"]
+    assert [r["name"] for r in resumed["rows"]] == [r["name"] for r in whole["rows"]]
+    assert resumed["rows"][:2] == whole["rows"][:2]  # read back as they were written
+    assert resumed["arms"]["tactics"]["solved"] == whole["arms"]["tactics"]["solved"]
+    # another arm: nothing of the journal fits, every goal runs
+    other: list[GoalRow] = []
+    await evaluate(
+        [path],
+        budget=3,
+        baselines=["solo:micro"],
+        portfolio=False,
+        resume=journal,
+        on_goal=other.append,
+    )
+    assert len(other) == 3
+    journal.write_text("not json\n" + lines[0] + "\n", encoding="utf-8")
+    with pytest.raises(OrchError, match="not a journal row"):
+        await evaluate([path], resume=journal, **options)
+
+
+def test_the_cli_resumes_in_the_journal_and_removes_it_once_the_result_is_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "A.v"
+    path.write_text(SMALL, encoding="utf-8")
+    journal = tmp_path / "journal.jsonl"
+    asyncio.run(evaluate([path], budget=3, baselines=["tactics"], portfolio=False, journal=journal))
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    journal.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+    out = tmp_path / "results"
+    command = ["eval", str(path), "--budget", "3", "--baseline", "tactics", "--no-portfolio"]
+    cli = CliRunner().invoke(app, [*command, "--resume", str(journal), "--out", str(out)])
+    assert cli.exit_code == 0, cli.output
+    (written,) = out.glob("*-eval.json")
+    assert json.loads(written.read_text(encoding="utf-8"))["goals"] == 3
+    assert "1/1" in cli.stderr  # one goal run, two read back
+    assert not journal.exists()
 
 
 async def test_goals_past_a_failing_proof_are_reported_apart_not_scored(tmp_path: Path) -> None:

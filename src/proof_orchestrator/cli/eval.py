@@ -61,6 +61,15 @@ def eval_command(
     ),
     as_json: Annotated[bool, typer.Option("--json")] = False,
     strict_axioms: StrictAxioms = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            help="the *-eval.partial.jsonl journal of a run of the same files and options "
+            "that stopped: its goals are not run again, and the run goes on in it",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Hide each Qed proof and re-prove it with only what precedes it (position-faithful)."""
     files = [p for p in collect_files(paths) if p.suffix == ".v"] if paths else []
@@ -74,7 +83,7 @@ def eval_command(
     strict = load_command_settings(files[0], {"strict_axioms": strict_axioms}).strict_axioms
     progress = EvalTracker()
     out_dir.mkdir(parents=True, exist_ok=True)
-    journal = out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
+    journal = resume or out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
     try:
         with progress.live(), contextlib.redirect_stdout(sys.stderr):
             result = run_command(
@@ -93,6 +102,7 @@ def eval_command(
                     on_total=progress.total,
                     journal=journal,
                     strict_axioms=strict,
+                    resume=resume,
                 )
             )
     except OrchError as exc:

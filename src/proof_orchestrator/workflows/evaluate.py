@@ -72,9 +72,9 @@ import multiprocessing
 import random
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,7 @@ from ..run.toolbox import Toolbox
 from ..run.worker import GoalRun
 from ..scheduler.governor import CpuGovernor
 from ..strategies.base import StrategyResult
+from .eval_rows import ArmResult, GoalRow, read_journal, row_json
 
 __all__ = [
     "ARMS",
@@ -119,29 +120,6 @@ def _evaluation(path: Path) -> Any:
         return backend_for(path).feature("evaluation")
     except (ValueError, OrchError) as exc:
         raise EvalError(f"{path}: orch eval evaluates Coq files only ({exc})") from exc
-
-
-@dataclass(slots=True)
-class ArmResult:
-    solved: bool
-    cpu_seconds: float
-    wall_seconds: float
-    strategy: str = ""
-    script: tuple[str, ...] = ()
-    note: str = ""
-
-
-@dataclass(slots=True)
-class GoalRow:
-    file: str
-    name: str
-    order: list[str]
-    arms: dict[str, ArmResult] = field(default_factory=dict)
-    #: mining this goal's proof for the k-NN model once the arms are done
-    training_cpu_seconds: float = 0.0
-    #: why the file does not load up to this goal in the evaluation's session
-    #: (such goals are reported apart and count for no arm)
-    unloadable: str = ""
 
 
 def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
@@ -271,6 +249,7 @@ async def evaluate(
     on_total: Callable[[int, Sequence[str]], None] | None = None,
     portfolio: bool = True,
     strict_axioms: bool = False,
+    resume: Path | None = None,
 ) -> dict[str, Any]:
     """Run the evaluation; returns the result (also meant to be written as JSON).
 
@@ -283,6 +262,10 @@ async def evaluate(
     ``strict_axioms`` audits every arm's proofs as ``orch fill --strict-axioms``
     does: an axiom of a loaded library is trusted only when the file's own
     proofs (the earlier ones, or the goal's original) rest on it.
+
+    ``resume``: the journal of an earlier run of the same files and options that
+    stopped; the goals it holds rows for (with the same arms) are not run again,
+    their rows are counted as they are.
     """
     unknown = {b for b in baselines if b not in BASELINES and not b.startswith(SOLO)}
     if unknown:
@@ -310,12 +293,11 @@ async def evaluate(
             + ", ".join(clashes)
             + ". Evaluate files that it does not load."
         )
+    names = {p: _evaluation(p).goal_names(p, p.read_text(encoding="utf-8")) for p in files}
     goals = [
         (path, index)
         for path in files
-        for index, name in enumerate(
-            _evaluation(path).goal_names(path, path.read_text(encoding="utf-8"))
-        )
+        for index, name in enumerate(names[path])
         if not only or name in only
     ]
     if sample is not None and sample < len(goals):
@@ -324,14 +306,23 @@ async def evaluate(
         goals = [g for i, g in enumerate(goals) if i in chosen]
     if limit is not None:
         goals = goals[:limit]
+    earlier = read_journal(resume) if resume is not None else {}
+    resumed: dict[Path, list[GoalRow]] = {}
     jobs: list[_FileJobs] = []
     for path in files:
         picks = []
+        occurrences: Counter[str] = Counter()  # a name can come twice (two modules)
         for goal_path, index in goals:
             if goal_path != path:
                 continue
             order = list(arms)
             rng.shuffle(order)
+            name = names[path][index]
+            occurrences[name] += 1
+            done = earlier.get((str(path), name, occurrences[name]))
+            if done is not None and set(done.arms) == set(arms):
+                resumed.setdefault(path, []).append(done)
+                continue
             picks.append((index, order))
         if picks:
             jobs.append((path, picks))
@@ -341,7 +332,7 @@ async def evaluate(
     def finished(row: GoalRow) -> None:
         if journal is not None:
             with journal.open("a", encoding="utf-8") as out:
-                out.write(json.dumps(_row_json(row)) + "\n")
+                out.write(json.dumps(row_json(row)) + "\n")
         if on_goal is not None:
             on_goal(row)
 
@@ -362,7 +353,9 @@ async def evaluate(
         per_file = await _in_processes(
             jobs, budget, tactic_seconds, finished, workers, strict_axioms
         )
-    rows = [row for file_rows in per_file for row in file_rows]
+    new_rows = {path: file_rows for (path, _), file_rows in zip(jobs, per_file, strict=True)}
+    # a file's resumed rows are the first of its goals (each file runs in order)
+    rows = [r for path in files for r in (*resumed.get(path, ()), *new_rows.get(path, ()))]
     wall = time.monotonic() - started
     return _summary(rows, arms, budget, wall, files, seed, workers, strict_axioms)
 
@@ -566,29 +559,8 @@ def _summary(
             for r in rows
             if not r.arms["portfolio"].solved and any(v.solved for v in r.arms.values())
         ]
-    result["rows"] = [_row_json(r) for r in rows]
+    result["rows"] = [row_json(r) for r in rows]
     return result
-
-
-def _row_json(row: GoalRow) -> dict[str, Any]:
-    return {
-        "file": row.file,
-        "name": row.name,
-        "order": row.order,
-        "training_cpu_seconds": round(row.training_cpu_seconds, 3),
-        "unloadable": row.unloadable,
-        "arms": {
-            a: {
-                "solved": v.solved,
-                "cpu_seconds": round(v.cpu_seconds, 3),
-                "wall_seconds": round(v.wall_seconds, 3),
-                "strategy": v.strategy,
-                "script": " ".join(v.script),
-                "note": v.note,
-            }
-            for a, v in row.arms.items()
-        },
-    }
 
 
 def write_result(result: dict[str, Any], out_dir: Path) -> Path:
