@@ -345,6 +345,38 @@ class CoqSession:
             cpu_seconds=reply.cpu_seconds,
         )
 
+    async def run_probe(
+        self, code: str, state: ProofState, *, timeout: float
+    ) -> tuple[bool, str] | None:
+        """Run a probe sentence (:mod:`.probe`) at ``state``: (it ran, its output), or None
+        if the process had to be replaced. The proof is as it was; the next request goes
+        back to ``state`` in the same write as its own sentence."""
+        top = self._require_top()
+        lines = [code]
+        if self._current != state and self._on_line(state):
+            lines.insert(0, f"BackTo {state.token}.")
+        else:
+            await self.back_to(state)
+        base = self.current
+        try:
+            replies = await top.send_many(lines, timeout + self._prover.settings.grace)
+        except asyncio.CancelledError:
+            self._line = [self.root]
+            self._current = ProofState((), -1, self._generation)
+            raise
+        except (ProverHung, ProverCrashed):
+            await self._replace_process()
+            return None
+        if len(replies) == 2:
+            if replies[0].state != state.token:
+                raise ProverError(f"BackTo {state.token} landed on state {replies[0].state}")
+            self._moved_to(state)
+        reply = replies[-1]
+        if reply.state == base.token:
+            return False, reply.output
+        self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
+        return True, reply.output
+
     async def run_script(
         self, sentences: Sequence[str], state: ProofState | None = None, *, timeout: float
     ) -> TacticResult:

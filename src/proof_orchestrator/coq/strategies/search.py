@@ -34,6 +34,7 @@ not replay, the flat one is returned.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -42,6 +43,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
 from ...strategies.base import StrategyResult
+from ..probe import probe
 from ..session import CoqSession
 from ..states import CoqStates
 from ..syntax import split_top_level
@@ -143,6 +145,13 @@ def chain_opening(tactic: str) -> str | None:
     return "; ".join(p.strip() for p in parts[:-1]) + "."
 
 
+async def probe_at(
+    session: CoqSession, tactics: Sequence[str], state: ProofState, timeout: float
+) -> list[bool] | None:
+    """:func:`..probe.probe` in the shape of :data:`~proof_orchestrator.search.bestfirst.Probe`."""
+    return await probe(session, tactics, state, timeout=timeout)
+
+
 def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
     """``steps`` with bullets: ``counts[i]`` goals before step i, ``counts[-1]`` after the last.
 
@@ -186,6 +195,7 @@ class SearchStrategy:
         max_expansions: int | None = None,
         per_node: int = 14,
         suggest: Suggest | None = None,
+        probe: bool = True,
     ) -> None:
         self.models = models if models is not None else FileModels()
         #: another source of candidate tactics (the llm strategy's next tactics)
@@ -193,6 +203,8 @@ class SearchStrategy:
         self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.per_node = per_node
+        #: ask coqtop which candidates could take a step before running them (:mod:`..probe`)
+        self.probe = probe
 
     async def _candidates(
         self,
@@ -278,6 +290,7 @@ class SearchStrategy:
             cpu_seconds=budget.cpu_seconds - (session.cpu_seconds() - cpu_start),
             tactic_seconds=max(1.0, budget.tactic_seconds),
             per_node=self.per_node + PER_NODE_EXTRA + len(first),
+            probe=functools.partial(probe_at, session) if self.probe else None,
         )
 
     async def search_from(
