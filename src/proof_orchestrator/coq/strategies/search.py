@@ -9,7 +9,8 @@ A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
 (:mod:`.knn`) and the opening steps of the chains it suggests
 (:func:`chain_opening`), a few closing tactics, structural steps
-(``intros``, ``simpl``, ``split``, ``constructor``), the file's own
+(``intros``, ``simpl``, ``split``, ``constructor``), steps on the latest
+hypotheses (:mod:`.hypotheses`: ``destruct``, ``apply``, ``rewrite``), the file's own
 argument-free tactics (:func:`local_tactics`), ``unfold`` of the constants
 the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
 its notations), the lemmas Coq's ``Search`` finds for the goal printed
@@ -48,6 +49,7 @@ from ..session import CoqSession
 from ..states import CoqStates
 from ..syntax import split_top_level
 from .closers import defined_closers
+from .hypotheses import hypothesis_tactics
 from .knn import FileModels
 from .lemma_search import (
     BINDERS,
@@ -230,6 +232,7 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
+        found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
         found += [(t, 0.0) for t in own_tactics]
         unfolds = unfold_candidates(goal_text)
         plain = await plain_goal(session) if lemmas is not None else None
