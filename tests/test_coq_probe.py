@@ -54,6 +54,15 @@ async def test_a_probe_keeps_the_tactics_that_change_the_goal(
         assert inner == [True, False]
         again = await probe(session, ["exact I.", "intros."], session.root, timeout=1)
         assert again == [False, True]
+        # a probe that breaks on a candidate, at a state coqtop must go back to first
+        deeper = await session.run_tactic("intros.", session.root, timeout=2)
+        broken = await probe(
+            session, ["apply Nat.nosuch_lemma.", "intros.", "exact I."], session.root, timeout=1
+        )
+        assert broken == [True, True, False]
+        after = await session.run_tactic("split.", deeper.state, timeout=2)
+        assert after.status is TacticStatus.GOALS
+        assert len(after.goals) == 2
         done = await session.run_tactic(tactics[3], session.root, timeout=2)
         assert done.status is TacticStatus.COMPLETE
     await prover.aclose()

@@ -366,3 +366,21 @@ async def test_a_full_pool_evicts_a_cold_process_before_a_warm_one() -> None:
         await pool.release(top)  # type: ignore[arg-type]
     assert cold.closed
     assert not warm.closed
+
+
+async def test_loading_the_prefix_is_not_charged_to_the_first_tactic(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """The session counts what loading its file cost, but a strategy that starts after the
+    load (and measures from there) is charged only for its own tactics."""
+    text = "Require Import Reals.\nLemma r : (1 + 1 = 2)%nat.\nAdmitted.\n"
+    path = write_v("Heavy.v", text)
+    (hole,) = scan_coq_file(path)
+    prover = CoqProver()
+    async with prover.session(hole.goal, text, hole.prefix_end) as session:
+        loaded = session.cpu_seconds()
+        assert loaded > 0.3  # reading the real-number library
+        step = await session.run_tactic("idtac.", timeout=2)
+        assert step.cpu_seconds < 0.2, step.cpu_seconds
+        assert session.cpu_seconds() - loaded < 0.2
+    await prover.aclose()

@@ -124,6 +124,9 @@ class CoqSession:
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
         root_token = await self._prover.pool.load(self._top, self._prefix)
+        # the load is not measured reply by reply: read the CPU now, so that it is the
+        # session's (counted from ``_cpu_base``), not the first tactic's after it
+        self._top.refresh_cpu()
         self._root = ProofState((), root_token, self._generation)
         self._current = self._root
         self._line = [self._root]
@@ -354,10 +357,10 @@ class CoqSession:
         top = self._require_top()
         lines = [code]
         if self._current != state and self._on_line(state):
-            lines.insert(0, f"BackTo {state.token}.")
+            lines.insert(0, f"BackTo {state.token}.")  # one write for both
         else:
             await self.back_to(state)
-        base = self.current
+        base = state if len(lines) == 2 else self.current
         try:
             replies = await top.send_many(lines, timeout + self._prover.settings.grace)
         except asyncio.CancelledError:

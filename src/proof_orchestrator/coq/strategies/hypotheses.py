@@ -26,7 +26,7 @@ from ...search.proofstate import hypotheses
 __all__ = ["MAX_HYPOTHESES", "hypothesis_tactics"]
 
 #: the latest hypotheses offered to a step, at most
-MAX_HYPOTHESES = 4
+MAX_HYPOTHESES = 1
 _NAME = re.compile(r"[A-Za-z_][\w']*")
 #: types no step takes apart: sorts (a hypothesis that is a type or a proposition)
 _SORTS = {"Prop", "Set", "Type", "SProp"}

@@ -16,7 +16,8 @@ the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
 its notations), the lemmas Coq's ``Search`` finds for the goal printed
 without notations (:mod:`.lemma_search`: ``apply``, ``eapply …; eauto``,
 ``rewrite``), and the premises that BM25 ranks best against the goal
-(:mod:`.retrieval`). Each candidate is run from
+(:mod:`.retrieval`). The candidates are first probed, eight at a time, in
+one sentence (:mod:`..probe`); those that would change the goal are run from
 the state in the session (which goes back to any earlier state). States are
 scored by cost so far (depth, open goals) minus the model's confidence in the
 tactic that led there, and identical states (same goals) are merged. The CPU
@@ -88,6 +89,8 @@ CLOSERS = (
     "auto with arith.",
 )
 STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
+#: steps on the hypotheses are offered at nodes fewer steps than this from the root
+HYPOTHESIS_DEPTH = 2
 #: constants of a conclusion offered to ``unfold``, at most
 MAX_UNFOLDS = 3
 #: candidates a node gets beyond ``per_node``: the premises found by ``Search``
@@ -232,7 +235,8 @@ class SearchStrategy:
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
-        found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
+        if len(steps) < HYPOTHESIS_DEPTH:
+            found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
         found += [(t, 0.0) for t in own_tactics]
         unfolds = unfold_candidates(goal_text)
         plain = await plain_goal(session) if lemmas is not None else None
