@@ -1,7 +1,7 @@
 """Issue 28 acceptance: ``orch fill`` on held-out library files against its peers and its members.
 
 usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coquelicot]
-                                 [--solo-sample 30] [--draw-only | --peers-only]
+                                 [--solo-sample 30] [--draw-only | --peers-only | --fill-only]
 
 1. **Draw** (a rule fixed before any run): Coq stdlib files outside what
    CoqHammer loads (evaluating those after its load is not position-faithful),
@@ -29,7 +29,8 @@ Each stage leaves its output in WORK and is skipped when it is there already,
 so an interrupted run goes on where it stopped (an ``orch eval`` stage from its
 journal, ``--resume``). ``--peers-only`` runs the draw
 and the peers alone (they do not depend on orch's code), so that a later run in
-the same WORK measures only fill and the solo stage. The combined result goes to
+the same WORK measures only fill and the solo stage; ``--fill-only`` the other way
+round (the solo stage runs right after fill, on the same code). The combined result goes to
 ``bench/results/<time>-dominance.json``.
 """
 
@@ -239,6 +240,12 @@ def main() -> int:
     )
     ap.add_argument("--draw-only", action="store_true")
     ap.add_argument(
+        "--fill-only",
+        action="store_true",
+        help="draw, fill and the solo stage only (what depends on orch's code); a later "
+        "run in the same WORK adds the peers and the report",
+    )
+    ap.add_argument(
         "--peers-only",
         action="store_true",
         help="draw and run the peers only (they do not depend on orch's code); a later "
@@ -256,6 +263,25 @@ def main() -> int:
         print("peers only: fill and the solo stage are left to a later run", flush=True)
     else:
         fill = _stage(work / "fill.json", lambda: run_fill(files, work))
+        proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
+        unproved = sorted(g["key"] for g in fill["goals"] if g["outcome"] != "proved")
+        sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
+        names = sorted({k.split("::")[1] for k in sample})
+        solo: dict[str, Any] = {"rows": []}
+        if names:
+            solo = _stage(
+                work / "solo.json",
+                lambda: run_eval(
+                    files,
+                    work,
+                    "solo",
+                    [f"solo:{s}" for s in SOLOS],
+                    [arg for n in names for arg in ("--only", n)],
+                ),
+            )
+        if a.fill_only:
+            print("fill only: the peers and the report are left to a later run", flush=True)
+            return 0
     peers = _stage(
         work / "peers.json",
         lambda: run_eval(
@@ -269,25 +295,6 @@ def main() -> int:
     )
     if a.peers_only:
         return 0
-    proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
-    scored_by_peers = {r["key"] for r in peers["rows"]}
-    unproved = sorted(
-        g["key"] for g in fill["goals"] if g["outcome"] != "proved" and g["key"] in scored_by_peers
-    )
-    sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
-    names = sorted({k.split("::")[1] for k in sample})
-    solo: dict[str, Any] = {"rows": []}
-    if names:
-        solo = _stage(
-            work / "solo.json",
-            lambda: run_eval(
-                files,
-                work,
-                "solo",
-                [f"solo:{s}" for s in SOLOS],
-                [arg for n in names for arg in ("--only", n)],
-            ),
-        )
     return report(drawn, fill, peers, solo, proved, set(sample), work)
 
 
