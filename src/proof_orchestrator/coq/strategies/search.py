@@ -9,8 +9,9 @@ A state is expanded with candidate tactics from every generator: the
 k-nearest-neighbour model mined from the file's earlier proofs
 (:mod:`.knn`) and the opening steps of the chains it suggests
 (:func:`chain_opening`), a few closing tactics, structural steps
-(``intros``, ``simpl``, ``split``, ``constructor``), steps on the latest
-hypotheses (:mod:`.hypotheses`: ``destruct``, ``apply``, ``rewrite``), the file's own
+(``intros``, ``simpl``, ``split``, ``constructor``), at the root and its
+children a step on the latest hypothesis (:mod:`.hypotheses`: ``destruct``,
+``apply``, ``rewrite``; :data:`HYPOTHESIS_DEPTH`), the file's own
 argument-free tactics (:func:`local_tactics`), ``unfold`` of the constants
 the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
 its notations), the lemmas Coq's ``Search`` finds for the goal printed
