@@ -35,7 +35,7 @@ from ..project.statedir import ScratchFolder
 from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.process import run_command
 from ..provers.settings import CoqSettings
-from .coqtop import CoqTop
+from .coqtop import CoqTop, Reply
 from .pool import ProcessPool
 from .syntax import Sentence, one_sentence, split_sentences
 
@@ -237,6 +237,30 @@ class CoqSession:
         result = await self.run_script(script[len(base.script) :], base, timeout=timeout)
         return result.state if result.status is TacticStatus.GOALS else None
 
+    async def _go_back(self, origin: ProofState) -> tuple[list[str], ProofState]:
+        """Get ready to run a sentence at ``origin``: the ``BackTo`` to send in the same
+        write (one round trip instead of two) when coqtop holds ``origin``, else none
+        after going back or rebuilding it now; and the state the sentence will run from
+        (``origin``, or the state rebuilt for it)."""
+        if self._current != origin and self._on_line(origin):
+            return [f"BackTo {origin.token}."], origin
+        await self.back_to(origin)
+        return [], self.current
+
+    def _landed(self, replies: Sequence[Reply], origin: ProofState) -> Reply:
+        """The sentence's reply, once a ``BackTo`` sent before it is checked."""
+        if len(replies) == 2:
+            if replies[0].state != origin.token:
+                raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
+            self._moved_to(origin)
+        return replies[-1]
+
+    def _lose_position(self) -> None:
+        """After a cancelled request: a salvaged process lives on at a state not known
+        here, so the next request goes back by ``BackTo`` (the root always holds)."""
+        self._line = [self.root]
+        self._current = ProofState((), -1, self._generation)
+
     async def run_tactic(
         self,
         tactic: str,
@@ -277,24 +301,16 @@ class CoqSession:
         code = sentence.code
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
-        lines = [line]
-        if self._current != origin and self._on_line(origin):
-            # going back and the tactic share one write (one round trip instead of two)
-            lines.insert(0, f"BackTo {origin.token}.")
-            base = origin
-        else:
-            await self.back_to(origin)
-            # where coqtop is before the tactic: ``origin``, or the state rebuilt for it
-            base = self.current
+        back, base = await self._go_back(origin)
         try:
             replies = await top.send_many(
-                lines, seconds + self._prover.settings.grace, cpu_limit=cpu_limit, salvage=salvage
+                [*back, line],
+                seconds + self._prover.settings.grace,
+                cpu_limit=cpu_limit,
+                salvage=salvage,
             )
         except asyncio.CancelledError:
-            # a salvaged process lives on at a state not known here: the next
-            # request goes back by ``BackTo`` (the root always holds)
-            self._line = [self.root]
-            self._current = ProofState((), -1, self._generation)
+            self._lose_position()
             raise
         except ProverHung as exc:
             await self._replace_process()
@@ -303,11 +319,7 @@ class CoqSession:
             # some tactics kill coqtop (a stack overflow): that tactic failed, the session goes on
             await self._replace_process()
             return TacticResult(TacticStatus.FAILED, self._rebased(origin), message=str(exc))
-        if len(replies) == 2:
-            if replies[0].state != origin.token:
-                raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
-            self._moved_to(origin)
-        reply = replies[-1]
+        reply = self._landed(replies, origin)
         if reply.state == base.token:
             status = (
                 TacticStatus.TIMEOUT
@@ -355,26 +367,16 @@ class CoqSession:
         if the process had to be replaced. The proof is as it was; the next request goes
         back to ``state`` in the same write as its own sentence."""
         top = self._require_top()
-        lines = [code]
-        if self._current != state and self._on_line(state):
-            lines.insert(0, f"BackTo {state.token}.")  # one write for both
-        else:
-            await self.back_to(state)
-        base = state if len(lines) == 2 else self.current
+        back, base = await self._go_back(state)
         try:
-            replies = await top.send_many(lines, timeout + self._prover.settings.grace)
+            replies = await top.send_many([*back, code], timeout + self._prover.settings.grace)
         except asyncio.CancelledError:
-            self._line = [self.root]
-            self._current = ProofState((), -1, self._generation)
+            self._lose_position()
             raise
         except (ProverHung, ProverCrashed):
             await self._replace_process()
             return None
-        if len(replies) == 2:
-            if replies[0].state != state.token:
-                raise ProverError(f"BackTo {state.token} landed on state {replies[0].state}")
-            self._moved_to(state)
-        reply = replies[-1]
+        reply = self._landed(replies, state)
         if reply.state == base.token:
             return False, reply.output
         self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
