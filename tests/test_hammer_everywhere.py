@@ -336,8 +336,9 @@ async def test_an_iff_lemma_proof_is_rebuilt_by_rewriting_in_either_order(
     scripts = standard_reconstructions(output)
     path = tmp_path / "OfList.v"
     rebuilt = await _scripts_that_close(path, REBUILT_FROM_IFF_LEMMAS, scripts)
-    # the same script again after splitting the goal's matches (it has none) also closes
-    assert [s for s in rebuilt if "destruct" not in s] == [
+    # the same script again after splitting the goal's matches (it has none) also
+    # closes, and so does rewriting each lemma once with every hint database
+    assert [s for s in rebuilt if "destruct" not in s and "with *" not in s] == [
         "intros; unfold to_list, Equal in *; intros; rewrite ?of_list_1, ?elements_iff; "
         "intuition (eauto using elements_iff, of_list_1)."
     ]
@@ -463,6 +464,16 @@ Lemma cmp_x_empty : forall a, empty a = true -> forall b, cmp b a = if empty b t
 Admitted.
 """
 
+#: a lemma rewritten once where its premise holds by a hint of another database than
+#: ``core`` (Rtrigo_facts' ``tan_cos``: ``sin x >= 0`` from ``0 <= sin x`` is ``Rle_ge``,
+#: in ``real``); no script without every database's hints closes it
+REBUILT_WITH_EVERY_HINT_DATABASE = """\
+From Coq Require Import Reals Rtrigo_facts.
+Open Scope R_scope.
+Lemma tan_cos' : forall x, 0 <= sin x -> tan x = sqrt (1 - (cos x)²) / cos x.
+Admitted.
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "printed", "marker"),
@@ -477,8 +488,13 @@ Admitted.
             "hauto use: cmp_empty, cmp_inv unfold: opp inv: bool.",
             "try rewrite cmp_inv by eauto; try rewrite cmp_empty by eauto",
         ),
+        (
+            REBUILT_WITH_EVERY_HINT_DATABASE,
+            "hfcrush use: sin_cos unfold: Rgt, Rge, tan, Rdiv, Rle.",
+            "try rewrite sin_cos by (eauto with *); auto with *",
+        ),
     ],
-    ids=["in-hypothesis", "once"],
+    ids=["in-hypothesis", "once", "every-hint-database"],
 )
 async def test_a_proof_rewriting_in_a_hypothesis_or_once_under_a_premise_is_rebuilt(
     tmp_path: Path, text: str, printed: str, marker: str

@@ -319,6 +319,10 @@ def _with_lemmas(
             # needs ``is_empty a = true``), then the matches it exposes split
             once = "; ".join(f"try rewrite {n} by eauto" for n in order)
             scripts.append(f"{opening}{once}; {SPLIT_ALL}; auto.")
+            # the premises, and what is left, by the hints of every database loaded
+            # (``tan_cos``: ``sin x >= 0`` from ``0 <= sin x`` is ``Rle_ge``, in ``real``)
+            anywhere = "; ".join(f"try rewrite {n} by (eauto with *)" for n in order)
+            scripts.append(f"{opening}{anywhere}; auto with *.")
         if len(names) <= MAX_ORIENTED:
             # an equation the ATPs used right to left (``a*b - a*c`` folded back into
             # ``a*(b-c)``): every orientation, in both orders
