@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
+from proof_orchestrator.coq.script import check_script
 from proof_orchestrator.coq.strategies.case_split import case_split_reconstructions
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
@@ -19,6 +20,7 @@ from proof_orchestrator.coq.strategies.hammer import (
     printed_hints,
     standard_reconstructions,
 )
+from proof_orchestrator.coq.strategies.micro import passes_gate
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
@@ -159,6 +161,30 @@ def test_a_printed_tactics_clauses_are_read_apart() -> None:
     found = standard_reconstructions("Replace the hammer tactic with: sauto use: foo ctrs: ev.\n")
     assert "intros; eauto using foo, ev." in found
     assert not any("?ev" in t for t in found)
+
+
+@pytest.mark.parametrize(
+    "printed",
+    [
+        "hfcrush use: sin_cos unfold: Rgt, Rge, tan, Rdiv, Rle.",
+        "qauto use: equal_spec, mem_1, inter_add_2.",
+        "hauto lq: on use: Add_intro1, Add_inv unfold: Complement, Included inv: list.",
+        "sauto lq: on.",
+    ],
+)
+def test_every_rebuild_script_passes_the_script_gate(printed: str) -> None:
+    """A rebuild that closes the goal and is then refused by the gate is a proof lost
+    (the seventh held-out set lost ``IZR_nz`` and ``inter_add_2`` to a ``*)``)."""
+    output = f"- dependencies: Top.a, Top.b\nReplace the hammer tactic with:\n\t{printed}\n"
+    for lia in (None, "lia"):
+        for script in standard_reconstructions(output, lia):
+            check_script([script])
+
+
+def test_a_script_the_gate_refuses_is_never_tried() -> None:
+    assert passes_gate("intros; try rewrite L by solve [eauto with *]; auto with *.")
+    assert not passes_gate("intros; try rewrite L by (eauto with *); auto with *.")
+    assert not passes_gate("admit.")
 
 
 @pytest.mark.parametrize(
@@ -491,7 +517,7 @@ Admitted.
         (
             REBUILT_WITH_EVERY_HINT_DATABASE,
             "hfcrush use: sin_cos unfold: Rgt, Rge, tan, Rdiv, Rle.",
-            "try rewrite sin_cos by (eauto with *); auto with *",
+            "try rewrite sin_cos by solve [eauto with *]; auto with *",
         ),
     ],
     ids=["in-hypothesis", "once", "every-hint-database"],
@@ -507,5 +533,6 @@ async def test_a_proof_rewriting_in_a_hypothesis_or_once_under_a_premise_is_rebu
     rebuilt = await _scripts_that_close(path, text, scripts)
     assert rebuilt, scripts
     assert all(marker in script for script in rebuilt), rebuilt
+    check_script([rebuilt[0]])  # the gate every candidate passes before it is kept
     path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
     assert coqc_ok(path)

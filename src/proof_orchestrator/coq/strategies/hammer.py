@@ -321,7 +321,9 @@ def _with_lemmas(
             scripts.append(f"{opening}{once}; {SPLIT_ALL}; auto.")
             # the premises, and what is left, by the hints of every database loaded
             # (``tan_cos``: ``sin x >= 0`` from ``0 <= sin x`` is ``Rle_ge``, in ``real``)
-            anywhere = "; ".join(f"try rewrite {n} by (eauto with *)" for n in order)
+            # (``solve [...]``, not ``(eauto with *)``: a ``*)`` reads as a comment's end
+            # and the script gate refuses it)
+            anywhere = "; ".join(f"try rewrite {n} by solve [eauto with *]" for n in order)
             scripts.append(f"{opening}{anywhere}; auto with *.")
         if len(names) <= MAX_ORIENTED:
             # an equation the ATPs used right to left (``a*b - a*c`` folded back into

@@ -22,11 +22,12 @@ import re
 import time
 from collections.abc import Sequence
 
-from ...errors import SourceSyntaxError
+from ...errors import ScriptRejected, SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
+from ..script import check_script
 from ..session import CoqSession
 from ..syntax import one_sentence
 from .closers import project_closers
@@ -39,6 +40,7 @@ __all__ = [
     "MicroStrategy",
     "lia_tactic",
     "nearest_first",
+    "passes_gate",
 ]
 
 #: tried first, in this order; ``{lia}`` marks candidates that need lia
@@ -128,6 +130,15 @@ def expand(templates: Sequence[str], lia: str | None, variable: str | None = Non
     return out
 
 
+def passes_gate(script: str) -> bool:
+    """Whether the script gate (:func:`..script.check_script`) accepts ``script``."""
+    try:
+        check_script([script])
+    except ScriptRejected:
+        return False
+    return True
+
+
 class _QuickTactics(abc.ABC):
     """Try one-sentence scripts from the root, first completion wins."""
 
@@ -160,7 +171,9 @@ class _QuickTactics(abc.ABC):
         tried = 0
         last_message = ""
         outcome = Outcome.FAILED
-        scripts = await self.scripts(session)
+        # a script the gate would refuse is never tried: it would win the goal and
+        # then be thrown away, ahead of a later script that the gate accepts
+        scripts = [s for s in await self.scripts(session) if passes_gate(s)]
         index = 0
         while index < len(scripts):
             left = budget.cpu_seconds - (session.cpu_seconds() - cpu_start)
