@@ -11,7 +11,10 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.script import check_script
-from proof_orchestrator.coq.strategies.case_split import case_split_reconstructions
+from proof_orchestrator.coq.strategies.case_split import (
+    case_analysis_reconstructions,
+    case_split_reconstructions,
+)
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
@@ -459,8 +462,11 @@ async def test_a_sauto_hauto_or_sfirstorder_proof_is_rebuilt_by_inversion_or_cas
     (CoqHammer printed these tactics there): only the scripts that invert or split
     cases close them, with plain Coq, and the file compiles with the first that does."""
     hints = printed_hints(printed)
-    family = case_split_reconstructions(
-        ", ".join(hints.get("unfold", [])), ", ".join(hints.get("use", []))
+    family = (
+        case_split_reconstructions(
+            ", ".join(hints.get("unfold", [])), ", ".join(hints.get("use", []))
+        )
+        + case_analysis_reconstructions()
     )
     scripts = standard_reconstructions(f"Replace the hammer tactic with:\n\t{printed}\n")
     path = tmp_path / "Split.v"
@@ -535,4 +541,36 @@ async def test_a_proof_rewriting_in_a_hypothesis_or_once_under_a_premise_is_rebu
     assert all(marker in script for script in rebuilt), rebuilt
     check_script([rebuilt[0]])  # the gate every candidate passes before it is kept
     path.write_text(text.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8")
+    assert coqc_ok(path)
+
+
+#: MSetRBT's ``rmatch`` in small: hammer proves it with a hint-less ``sauto q: on.``
+#: (case analysis, no ATP lemma); the proof needs the tree and then its colour
+#: destructed, the ``match`` of ``rcase`` split, and a constructor in each case
+REBUILT_BY_CASE_ANALYSIS = """\
+Inductive color := Red | Black.
+Inductive tree := Leaf | Node (c : color) (l : tree) (x : nat) (r : tree).
+Definition rcase {A} (f : tree -> nat -> tree -> A) (g : tree -> A) t : A :=
+  match t with Node Red a x b => f a x b | _ => g t end.
+Notation notred := (rcase (fun _ _ _ => False) (fun _ => True)).
+Inductive rspec {A} f g : tree -> A -> Prop :=
+  | rred a x b : rspec f g (Node Red a x b) (f a x b)
+  | relse t : notred t -> rspec f g t (g t).
+Lemma rmatch {A} f g t : rspec (A:=A) f g t (rcase f g t).
+Admitted.
+"""
+
+
+async def test_a_hintless_sauto_proof_is_rebuilt_by_case_analysis(tmp_path: Path) -> None:
+    """No lemma-driven script closes it; the case-analysis stand-ins do, and the proof
+    passes the gate and compiles with ``coqc`` (no CoqHammer anywhere)."""
+    scripts = standard_reconstructions("Replace the hammer tactic with: sauto q: on\n")
+    path = tmp_path / "Rmatch.v"
+    rebuilt = await _scripts_that_close(path, REBUILT_BY_CASE_ANALYSIS, scripts)
+    assert rebuilt, scripts
+    assert set(rebuilt) <= set(case_analysis_reconstructions()), rebuilt
+    check_script([rebuilt[0]])
+    path.write_text(
+        REBUILT_BY_CASE_ANALYSIS.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8"
+    )
     assert coqc_ok(path)

@@ -8,7 +8,7 @@ load CoqHammer's tactics.
 
 from __future__ import annotations
 
-__all__ = ["SPLIT_ALL", "case_split_reconstructions"]
+__all__ = ["SPLIT_ALL", "case_analysis_reconstructions", "case_split_reconstructions"]
 
 #: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
 #: ``Rcase_abs x``), introducing what each case adds
@@ -45,4 +45,30 @@ def case_split_reconstructions(unfold: str, use: str) -> list[str]:
         "intuition (solve [eauto with *]).",
         f"intros; {unfolding}{SPLIT_ALL}; "
         f"firstorder (subst; solve [congruence | eauto with *]){using}.",
+    ]
+
+
+#: a leaf of a case analysis: a constructor whose premises compute to what ``eauto``
+#: closes (``notred Leaf`` is ``True`` once simplified), or ``eauto``, or ``congruence``
+_CASE_LEAF = "solve [constructor; simpl in *; eauto | eauto | congruence | firstorder]"
+#: the latest variable destructed (or hypothesis inverted), then every exposed match split
+_DESTRUCT = "match goal with x : _ |- _ => destruct x end; simpl in *; " + SPLIT_ALL
+_INVERT = "match goal with H : _ |- _ => inversion H; subst end; simpl in *; " + SPLIT_ALL
+
+
+def case_analysis_reconstructions() -> list[str]:
+    """Plain-Coq stand-ins for a hint-less ``sauto`` (``sauto q: on.``, ``sauto lq: on.``).
+
+    With no lemma and no constant named, ``sauto`` proves by case analysis: it
+    destructs a variable, reduces, splits the ``match`` that appear (MSetRBT's
+    ``rmatch``: ``rcase f g t`` once ``t`` is a node, then its colour) and closes
+    each case with a constructor, or inverts an inductive hypothesis first
+    (``rbt (S n) t``). These scripts do the same with a destruct or an inversion,
+    once or twice, each case closed by a constructor, ``eauto`` or ``congruence``.
+    """
+    return [
+        f"intros; {_DESTRUCT}; {_CASE_LEAF}.",
+        f"intros; {_DESTRUCT}; try ({_DESTRUCT}); {_CASE_LEAF}.",
+        f"intros; {_INVERT}; {_CASE_LEAF}.",
+        f"intros; {_INVERT}; try ({_INVERT}); {_CASE_LEAF}.",
     ]
