@@ -12,6 +12,7 @@ from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.script import check_script
 from proof_orchestrator.coq.strategies.case_split import (
+    backward_reconstructions,
     case_analysis_reconstructions,
     case_split_reconstructions,
 )
@@ -572,5 +573,36 @@ async def test_a_hintless_sauto_proof_is_rebuilt_by_case_analysis(tmp_path: Path
     check_script([rebuilt[0]])
     path.write_text(
         REBUILT_BY_CASE_ANALYSIS.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8"
+    )
+    assert coqc_ok(path)
+
+
+#: FSetEqProperties' ``equal_mem_1`` in small: hammer printed ``qauto use: mem_1, mem_2,
+#: equal_1 unfold: Equal.``; the proof applies ``equal_1`` first, then chains the lemmas
+#: through the hypothesis read either way
+REBUILT_BACKWARD = """\
+Parameter elt set : Type.
+Parameter In : elt -> set -> Prop.
+Parameter mem : elt -> set -> bool.
+Parameter equal : set -> set -> bool.
+Definition Equal s s' := forall a, In a s <-> In a s'.
+Axiom mem_1 : forall s x, In x s -> mem x s = true.
+Axiom mem_2 : forall s x, mem x s = true -> In x s.
+Axiom equal_1 : forall s s', Equal s s' -> equal s s' = true.
+Lemma equal_mem_1 : forall s s', (forall a, mem a s = mem a s') -> equal s s' = true.
+Admitted.
+"""
+
+
+async def test_a_proof_that_applies_one_of_its_lemmas_first_is_rebuilt(tmp_path: Path) -> None:
+    printed = "qauto use: mem_1, mem_2, equal_1 unfold: Equal."
+    scripts = standard_reconstructions(f"Replace the hammer tactic with:\n\t{printed}\n")
+    path = tmp_path / "Backward.v"
+    rebuilt = await _scripts_that_close(path, REBUILT_BACKWARD, scripts)
+    assert rebuilt, scripts
+    assert set(rebuilt) <= set(backward_reconstructions("Equal", "mem_1, mem_2, equal_1"))
+    check_script([rebuilt[0]])
+    path.write_text(
+        REBUILT_BACKWARD.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8"
     )
     assert coqc_ok(path)

@@ -8,7 +8,13 @@ load CoqHammer's tactics.
 
 from __future__ import annotations
 
-__all__ = ["SPLIT_ALL", "case_analysis_reconstructions", "case_split_reconstructions"]
+__all__ = [
+    "SPLIT_ALL",
+    "backward_reconstructions",
+    "case_analysis_reconstructions",
+    "case_split_reconstructions",
+    "sauto_stand_ins",
+]
 
 #: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
 #: ``Rcase_abs x``), introducing what each case adds
@@ -72,3 +78,33 @@ def case_analysis_reconstructions() -> list[str]:
         f"intros; {_INVERT}; {_CASE_LEAF}.",
         f"intros; {_INVERT}; try ({_INVERT}); {_CASE_LEAF}.",
     ]
+
+
+#: at most this many ``use:`` lemmas are each tried as the first backward step
+MAX_BACKWARD = 4
+
+
+def backward_reconstructions(unfold: str, use: str) -> list[str]:
+    """Stand-ins for a ``qauto``/``hauto`` proof that starts by applying one of its lemmas.
+
+    FSetEqProperties' ``equal_mem_1`` (``qauto use: mem_1, mem_2, equal_1 unfold:
+    Equal``): ``apply equal_1`` turns ``equal s s' = true`` into ``Equal s s'``,
+    which unfolds to an iff under a ``forall``; each direction is then a chain of
+    the lemmas and the hypothesis ``mem a s = mem a s'`` read either way, which
+    ``eauto`` finds with ``eq_trans`` and ``eq_sym``. One script per lemma (the
+    first :data:`MAX_BACKWARD`), each failing at once where that lemma does not apply.
+    """
+    if not use:
+        return []
+    unfolding = f"unfold {unfold} in *; " if unfold else ""
+    names = [n.strip() for n in use.split(",")][:MAX_BACKWARD]
+    return [
+        f"intros; apply {name}; {unfolding}intros; try split; intros; "
+        f"eauto using {use}, eq_trans, eq_sym."
+        for name in names
+    ]
+
+
+def sauto_stand_ins(unfold: str, use: str) -> list[str]:
+    """The case-split stand-ins, then the backward ones, for one spelling of the lemmas."""
+    return case_split_reconstructions(unfold, use) + backward_reconstructions(unfold, use)

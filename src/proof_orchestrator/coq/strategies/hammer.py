@@ -64,7 +64,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
-from .case_split import SPLIT_ALL, case_analysis_reconstructions, case_split_reconstructions
+from .case_split import SPLIT_ALL, case_analysis_reconstructions, sauto_stand_ins
 from .micro import _QuickTactics, lia_tactic
 
 __all__ = [
@@ -378,7 +378,7 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
             found.append(f"eauto using {use}.")
         for opening in openings:
             found += _with_lemmas(opening, use, constructors, lia)
-        found += case_split_reconstructions(unfold, use)
+        found += sauto_stand_ins(unfold, use)
     # what ``sauto`` proves by case analysis alone (no lemma, no constant named)
     found += case_analysis_reconstructions()
     found += [
