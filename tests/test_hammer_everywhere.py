@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
-from proof_orchestrator.coq.script import check_script
+from proof_orchestrator.coq.script import check_script, passes_gate
 from proof_orchestrator.coq.strategies.case_split import (
     backward_reconstructions,
     case_analysis_reconstructions,
@@ -24,7 +24,6 @@ from proof_orchestrator.coq.strategies.hammer import (
     printed_hints,
     standard_reconstructions,
 )
-from proof_orchestrator.coq.strategies.micro import passes_gate
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ..errors import ScriptRejected, SourceSyntaxError
 from .syntax import one_sentence, split_sentences
 
-__all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script"]
+__all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script", "passes_gate"]
 
 #: identifiers refused anywhere in a script (outside strings)
 FORBIDDEN_IDENTIFIERS = frozenset(
@@ -75,6 +75,16 @@ def check_script(sentences: Sequence[str]) -> tuple[str, ...]:
             raise ScriptRejected(f"not a tactic (vernacular commands are refused): {code!r}")
         normal.append(code)
     return tuple(normal)
+
+
+def passes_gate(script: str) -> bool:
+    """Whether :func:`check_script` accepts the one-sentence ``script``: a strategy drops
+    one it would refuse before trying it (it would win the goal, then be thrown away)."""
+    try:
+        check_script([script])
+    except ScriptRejected:
+        return False
+    return True
 
 
 def format_script(sentences: Sequence[str], indent: str = "  ") -> str:

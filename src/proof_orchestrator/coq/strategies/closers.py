@@ -26,9 +26,9 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ...errors import ScriptRejected, SourceSyntaxError
+from ...errors import SourceSyntaxError
 from ..project import coq_library_roots, flag_roots, under_prefix
-from ..script import check_script
+from ..script import passes_gate
 from ..session import CoqSession
 from ..syntax import split_sentences
 from .knn import proofs_in_prefix
@@ -105,15 +105,6 @@ def loaded_library_modules(print_libraries: str) -> list[str]:
     return [m for m in _MODULE_LINE.findall(print_libraries) if not m.startswith("Coq.")]
 
 
-def _usable(script: str) -> bool:
-    """Whether the proof-script gate (:func:`~..script.check_script`) takes ``script``."""
-    try:
-        check_script([script])
-    except ScriptRejected:
-        return False
-    return True
-
-
 def rank_closers(
     defined: Sequence[str],
     used: Iterable[Counter[str]],
@@ -127,7 +118,7 @@ def rank_closers(
     for counts in used:
         total.update(counts)
     habits = [s for s, n in total.most_common() if n >= 2]
-    ranked = [s for s in dict.fromkeys([*defined[:defined_limit], *habits]) if _usable(s)]
+    ranked = [s for s in dict.fromkeys([*defined[:defined_limit], *habits]) if passes_gate(s)]
     return ranked[:limit]
 
 

@@ -22,12 +22,12 @@ import re
 import time
 from collections.abc import Sequence
 
-from ...errors import ScriptRejected, SourceSyntaxError
+from ...errors import SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
-from ..script import check_script
+from ..script import passes_gate
 from ..session import CoqSession
 from ..syntax import one_sentence
 from .closers import project_closers
@@ -40,7 +40,6 @@ __all__ = [
     "MicroStrategy",
     "lia_tactic",
     "nearest_first",
-    "passes_gate",
 ]
 
 #: tried first, in this order; ``{lia}`` marks candidates that need lia
@@ -128,15 +127,6 @@ def expand(templates: Sequence[str], lia: str | None, variable: str | None = Non
             text = text.replace("{v}", variable)
         out.append(text + ".")
     return out
-
-
-def passes_gate(script: str) -> bool:
-    """Whether the script gate (:func:`..script.check_script`) accepts ``script``."""
-    try:
-        check_script([script])
-    except ScriptRejected:
-        return False
-    return True
 
 
 class _QuickTactics(abc.ABC):
