@@ -13,7 +13,6 @@ __all__ = [
     "backward_reconstructions",
     "case_analysis_reconstructions",
     "case_split_reconstructions",
-    "sauto_stand_ins",
 ]
 
 #: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
@@ -103,8 +102,3 @@ def backward_reconstructions(unfold: str, use: str) -> list[str]:
         f"eauto using {use}, eq_trans, eq_sym."
         for name in names
     ]
-
-
-def sauto_stand_ins(unfold: str, use: str) -> list[str]:
-    """The case-split stand-ins, then the backward ones, for one spelling of the lemmas."""
-    return case_split_reconstructions(unfold, use) + backward_reconstructions(unfold, use)

@@ -64,7 +64,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
-from .case_split import SPLIT_ALL, case_analysis_reconstructions, sauto_stand_ins
+from . import case_split as stand_ins
 from .micro import _QuickTactics, lia_tactic
 
 __all__ = [
@@ -318,7 +318,7 @@ def _with_lemmas(
             # each lemma rewritten once where its premises hold (``compare_empty_x``
             # needs ``is_empty a = true``), then the matches it exposes split
             once = "; ".join(f"try rewrite {n} by eauto" for n in order)
-            scripts.append(f"{opening}{once}; {SPLIT_ALL}; auto.")
+            scripts.append(f"{opening}{once}; {stand_ins.SPLIT_ALL}; auto.")
             # the premises, and what is left, by the hints of every database loaded
             # (``tan_cos``: ``sin x >= 0`` from ``0 <= sin x`` is ``Rle_ge``, in ``real``)
             # (``solve [...]``, not ``(eauto with *)``: a ``*)`` reads as a comment's end
@@ -376,11 +376,14 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
             continue
         if use:
             found.append(f"eauto using {use}.")
+            # early: each fails at once where its lemma does not apply, and the rebuild's
+            # CPU can run out before the end of the list (``equal_mem_1``)
+            found += stand_ins.backward_reconstructions(unfold, use)
         for opening in openings:
             found += _with_lemmas(opening, use, constructors, lia)
-        found += sauto_stand_ins(unfold, use)
+        found += stand_ins.case_split_reconstructions(unfold, use)
     # what ``sauto`` proves by case analysis alone (no lemma, no constant named)
-    found += case_analysis_reconstructions()
+    found += stand_ins.case_analysis_reconstructions()
     found += [
         "congruence.",
         "intuition.",
