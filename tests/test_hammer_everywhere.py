@@ -184,10 +184,36 @@ def test_every_rebuild_script_passes_the_script_gate(printed: str) -> None:
             check_script([script])
 
 
-def test_a_script_the_gate_refuses_is_never_tried() -> None:
+def test_the_gate_check_refuses_a_comment_end_and_admit() -> None:
     assert passes_gate("intros; try rewrite L by solve [eauto with *]; auto with *.")
     assert not passes_gate("intros; try rewrite L by (eauto with *); auto with *.")
     assert not passes_gate("admit.")
+
+
+async def test_a_script_the_gate_refuses_is_never_tried(tmp_path: Path) -> None:
+    """coqtop accepts the first script (``*)`` is no comment to it); the gate would
+    throw its proof away, so the quick strategy must skip it and win with the second."""
+    from proof_orchestrator.coq.holes import scan_coq_file
+    from proof_orchestrator.coq.session import CoqProver
+    from proof_orchestrator.coq.strategies.hammer import _Scripts
+
+    text = "Lemma t : True.\nAdmitted.\n"
+    path = tmp_path / "Gate.v"
+    path.write_text(text, encoding="utf-8")
+    (hole,) = scan_coq_file(path)
+    accepted_by_coq_only = "idtac; (eauto with *)."
+    prover = CoqProver()
+    try:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
+            coq_says = await session.run_tactic(accepted_by_coq_only, session.root, timeout=5)
+            assert coq_says.status is TacticStatus.COMPLETE
+            quick = _Scripts("quick", [accepted_by_coq_only, "exact I."])
+            found = await quick.prove(session, hole.goal, Budget(5.0, 2.0, 1.0))
+    finally:
+        await prover.aclose()
+    assert found.outcome is Outcome.CANDIDATE
+    assert found.sentences == ("exact I.",)
+    assert found.tactics_tried == 1  # the refused script was never sent
 
 
 @pytest.mark.parametrize(
