@@ -12,7 +12,8 @@ usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coq
    files with 10 to 80 ``Qed`` proofs, shuffled with the same seed), there are
    at least 8 files and ``--goals`` goals. When fewer than 3 functor files with
    10 to 80 proofs are left (earlier draws took them), functor files with up to
-   160 are drawn instead (same seed, same order). A drawn file whose copy with every
+   160 are drawn instead (same seed, same order), and when fewer than 3 of those
+   are left, functor files with 5 to 160 proofs. A drawn file whose copy with every
    ``Qed`` proof ``Admitted`` does not compile is left out (and listed).
 2. **fill**: ``bench/stdlib_fill.py`` on those copies with the product's command,
    ``orch fill --budget 10 --budget-cap 10 --cpu-target 1.0`` (process-tree CPU).
@@ -68,6 +69,8 @@ PYTHON = str(ROOT / ".venv/bin/python")
 USER_CONTRIB = THEORIES.parent / "user-contrib"
 #: the most ``Qed`` proofs a drawn functor file may have once those with at most 80 are used
 MAX_FUNCTOR_QED = 160
+#: the fewest ``Qed`` proofs a drawn functor file may have once those with 10 to 160 are used
+MIN_FUNCTOR_QED = 5
 FUNCTOR = re.compile(r"(?m)^\s*(Module\s+Type\b|(Declare\s+)?Module\s+[\w']+\s*\(\s*[\w']+\s*:)")
 SOLOS = ("micro", "induction", "search", "hammer")
 FILL_OPTIONS = ["--budget", "10", "--budget-cap", "10", "--cpu-target", "1.0"]
@@ -96,6 +99,13 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
     )
     stdlib = [p for p in candidates if qed_count(p) <= 80]
     large = [p for p in candidates if qed_count(p) <= MAX_FUNCTOR_QED]
+    small = sorted(
+        p
+        for p in THEORIES.rglob("*.v")
+        if logical_name(p) not in loaded
+        and str(p) not in excluded
+        and MIN_FUNCTOR_QED <= qed_count(p) <= MAX_FUNCTOR_QED
+    )
     library_root = USER_CONTRIB / lib
     library = sorted(
         p for p in library_root.rglob("*.v") if str(p) not in excluded and 10 <= qed_count(p) <= 80
@@ -104,6 +114,7 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         raise SystemExit(f"{library_root}: fewer than 2 files with 10-80 Qed proofs (installed?)")
     random.Random(seed).shuffle(stdlib)
     random.Random(seed).shuffle(large)
+    random.Random(seed).shuffle(small)
     random.Random(seed).shuffle(library)
     scratch = work / "compile-check"
     left_out: list[str] = []
@@ -125,10 +136,11 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         return bool(FUNCTOR.search(p.read_text(encoding="utf-8", errors="replace")))
 
     from_lib = take(library, 2, lambda p: True)
-    if sum(1 for p in stdlib if is_functor(p)) >= 3:
-        functors = take(stdlib, 3, is_functor)
-    else:  # the small functor files are used up: larger ones
-        functors = take(large, 3, is_functor)
+    # the first pool with 3 functor files left: 10-80 proofs, then up to 160, then from 5
+    pool = next(
+        (pool for pool in (stdlib, large) if sum(1 for p in pool if is_functor(p)) >= 3), small
+    )
+    functors = take(pool, 3, is_functor)
     chosen = [*functors, *from_lib]
     others = [p for p in stdlib if p not in functors and str(p) not in left_out]
     for path in others:
