@@ -136,6 +136,8 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         return bool(FUNCTOR.search(p.read_text(encoding="utf-8", errors="replace")))
 
     from_lib = take(library, 2, lambda p: True)
+    if len(from_lib) < 2:
+        raise SystemExit(f"{library_root}: fewer than 2 files whose copy compiles: {left_out}")
     # the first pool with 3 functor files left: 10-80 proofs, then up to 160, then from 5
     pool = next(
         (pool for pool in (stdlib, large) if sum(1 for p in pool if is_functor(p)) >= 3), small
