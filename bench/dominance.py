@@ -242,6 +242,54 @@ def hammer_in_fill(ledger: str) -> dict[str, Any]:
     return {o: {"attempts": n, "cpu_seconds": round(c or 0.0, 1)} for o, n, c in rows}
 
 
+#: how a hammer attempt inside fill that found a proof but could not rebuild it ends
+FOUND_NOT_REBUILT = "found with Hammer.Tactics"
+
+
+def hammer_rebuilds(ledger: str) -> dict[str, Any]:
+    """How many of the proofs fill's hammer found were rebuilt without CoqHammer's tactics.
+
+    Found: a candidate (rebuilt, then kept or refused by the whole-file check) or a
+    failure that says it was "found with Hammer.Tactics" (no standard tactic rebuilt it).
+    """
+    import sqlite3
+
+    db = sqlite3.connect(ledger)
+    rows = db.execute(
+        "SELECT outcome, message FROM attempts WHERE strategy = 'hammer' "
+        "AND (outcome IN ('candidate', 'rejected') OR message LIKE ?)",
+        (f"%{FOUND_NOT_REBUILT}%",),
+    ).fetchall()
+    rebuilt = sum(1 for outcome, _ in rows if outcome in ("candidate", "rejected"))
+    return {
+        "found": len(rows),
+        "rebuilt": rebuilt,
+        "rebuild_rate": round(rebuilt / max(len(rows), 1), 3),
+    }
+
+
+def why_missed(ledger: str, keys: list[str]) -> dict[str, list[str]]:
+    """For each goal (``file::name::n``), how fill's hammer attempts on it ended."""
+    import sqlite3
+
+    db = sqlite3.connect(ledger)
+    why: dict[str, list[str]] = {}
+    for key in keys:
+        path, name, _ = key.split("::")
+        rows = db.execute(
+            "SELECT a.outcome, a.budget_seconds, a.cpu_seconds, a.message FROM attempts a "
+            "JOIN goals g ON g.id = a.goal_id WHERE a.strategy = 'hammer' AND g.name = ? "
+            "AND g.file LIKE ? ORDER BY a.id",
+            (name, f"%/{Path(path).name}"),
+        ).fetchall()
+        why[key] = [
+            f"{o} (grant {b:.1f} s, {c:.1f} CPU s)"
+            + (f": {m.split(' (no standard')[0][:160]}" if FOUND_NOT_REBUILT in m else "")
+            for o, b, c, m in rows
+        ] or ["no hammer attempt"]
+    return why
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("work", type=Path)
@@ -352,6 +400,7 @@ def report(
             "outcomes": fill["summary"]["outcomes"],
             "compiles": fill["summary"]["compiles"],
             "hammer_attempts": hammer_in_fill(fill["ledger"]),
+            "hammer_rebuilds": hammer_rebuilds(fill["ledger"]),
         },
         "hammer": {"proved": len(by_arm["hammer"]), "cpu_seconds": hammer_cpu},
         "tactics": {
@@ -370,6 +419,7 @@ def report(
         ),
         "fill_of_hammer": round(len(proved & by_arm["hammer"]) / max(len(by_arm["hammer"]), 1), 3),
         "hammer_not_fill": sorted(by_arm["hammer"] - proved),
+        "hammer_not_fill_why": why_missed(fill["ledger"], sorted(by_arm["hammer"] - proved)),
         "tactics_not_fill": {
             k: rows[k]["arms"]["tactics"]["script"] for k in sorted(by_arm["tactics"] - proved)
         },
