@@ -327,6 +327,32 @@ async def test_inside_a_functor_a_real_new_axiom_is_still_refused(
     assert any("cheat" in entry for entry in result.new_assumptions), result.new_assumptions
 
 
+PRIMITIVES = """\
+Require Import ZArith Sint63.
+Lemma helper : forall x, of_Z (to_Z x) = x.
+Admitted.
+Lemma target : forall x, of_Z (to_Z x) = x.
+Admitted.
+"""
+
+
+async def test_the_kernels_primitive_integers_are_not_new_axioms(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """A proof through Sint63's lemmas rests on `PrimInt63.ltb`, `PrimInt63.int`...,
+    which `Print Assumptions` lists like axioms: they are the kernel's primitives
+    (``Primitive ltb := #int63_ltb.``), trusted as a library's axioms are (fill refused
+    10 valid Sint63 proofs of a held-out set for them)."""
+    path = write_v("P.v", PRIMITIVES)
+    patched = PRIMITIVES.replace(
+        "Lemma target : forall x, of_Z (to_Z x) = x.\nAdmitted.",
+        "Lemma target : forall x, of_Z (to_Z x) = x.\nProof. exact Sint63.of_to_Z. Qed.",
+    )
+    result = await _result(path, patched, PRIMITIVES, "target")
+    assert result.verdict is Verdict.ACCEPTED, result.detail
+    assert library_axiom("Coq.Numbers.Cyclic.Int63.PrimInt63.ltb")
+
+
 def test_library_axiom_reads_the_axiom_sentences_of_the_librarys_source(tmp_path: Path) -> None:
     theories, contrib = tmp_path / "theories", tmp_path / "user-contrib"
     (theories / "Logic").mkdir(parents=True)

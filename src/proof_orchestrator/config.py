@@ -20,7 +20,7 @@ from .errors import OrchError
 __all__ = ["IMPORTABLE", "ConfigError", "Settings", "load_settings"]
 
 #: what ``allow_import`` may name (the sentences are in ``coq.backend.ALLOWED_IMPORTS``)
-IMPORTABLE = ("hammer-tactics",)
+IMPORTABLE = ("hammer-tactics", "lia")
 
 
 class ConfigError(OrchError):
@@ -57,8 +57,9 @@ class Settings:
     executor: str = "local"
     #: the Ray cluster: "auto", "HOST:PORT", or "" to start a local one
     ray_address: str = ""
-    #: imports a proof may add to a file, comma-separated ("hammer-tactics"; "" for none)
-    allow_import: str = ""
+    #: imports a proof may add to a file, comma-separated ("lia", "hammer-tactics"; "" for
+    #: none). Lia is part of Coq and declares no axiom: allowed unless turned off
+    allow_import: str = "lia"
 
     @property
     def allowed_imports(self) -> frozenset[str]:

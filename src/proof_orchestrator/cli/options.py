@@ -50,8 +50,9 @@ RayAddress = Annotated[
 AllowImport = Annotated[
     str | None,
     typer.Option(
-        help="imports a proof may add, comma-separated: hammer-tactics (`From Hammer Require "
-        "Import Tactics.`, for proofs only CoqHammer's sauto/hauto rebuild) [ORCH_ALLOW_IMPORT]"
+        help="imports a proof may add, comma-separated: lia (`From Coq Require Import Lia.`, "
+        "the default), hammer-tactics (`From Hammer Require Import Tactics.`, for proofs only "
+        "CoqHammer's sauto/hauto rebuild); '' for none [ORCH_ALLOW_IMPORT]"
     ),
 ]
 UseLlm = Annotated[

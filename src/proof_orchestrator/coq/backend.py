@@ -34,7 +34,10 @@ from .verify import CoqVerifier
 __all__ = ["ALLOWED_IMPORTS", "CoqBackend", "CoqTools"]
 
 #: the only imports a proof may bring into a file, by the name ``--allow-import`` gives them
-ALLOWED_IMPORTS = {"hammer-tactics": "From Hammer Require Import Tactics."}
+ALLOWED_IMPORTS = {
+    "hammer-tactics": "From Hammer Require Import Tactics.",
+    "lia": "From Coq Require Import Lia.",
+}
 
 
 class CoqTools:
@@ -167,7 +170,7 @@ class CoqBackend:
             inputs.root is not None and loads_hammer(inputs.root)
         )
         lineup: list[Strategy] = [
-            MicroStrategy(),
+            MicroStrategy(allow_lia_import="lia" in inputs.allowed_imports),
             InductionStrategy(),
             CachedStrategy(inputs.popular, inputs.proved),
         ]

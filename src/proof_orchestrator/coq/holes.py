@@ -49,8 +49,10 @@ _CONTEXT_KEYWORDS = frozenset(
 _SECTION_BINDERS = frozenset(
     {"Variable", "Variables", "Hypothesis", "Hypotheses", "Context", "Let", "Implicit"}
 )
+#: sentences that declare a constant without a proof: axioms, and the kernel's primitive
+#: operations (``Primitive ltb := #int63_ltb.``), which ``Print Assumptions`` lists too
 _AXIOM_KEYWORDS = frozenset(
-    {"Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Conjectures"}
+    {"Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Conjectures", "Primitive"}
 )
 _ADMIT = re.compile(r"(?<![\w'.])admit(?![\w'])")
 

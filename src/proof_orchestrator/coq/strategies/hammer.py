@@ -57,7 +57,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from ...errors import PrefixError
 from ...goals import Budget, Goal, Outcome
@@ -65,7 +65,7 @@ from ...provers.base import TacticResult, TacticStatus
 from ...strategies.base import StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
 from . import case_split as stand_ins
-from .micro import _QuickTactics, lia_tactic
+from .micro import FixedScripts, _QuickTactics, lia_tactic
 
 __all__ = [
     "FOUND_WITH_TACTICS",
@@ -396,16 +396,7 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-class _Scripts(_QuickTactics):
-    """A fixed list of one-sentence scripts, tried in batches."""
-
-    def __init__(self, name: str, scripts: Sequence[str]) -> None:
-        self.name = name
-        self._scripts = list(scripts)
-
-    async def scripts(self, session: CoqSession) -> list[str]:
-        del session
-        return self._scripts
+_Scripts = FixedScripts
 
 
 async def _has_hammer_tactics(session: CoqSession) -> bool:

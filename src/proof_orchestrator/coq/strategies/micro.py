@@ -6,12 +6,16 @@ remains is the candidate proof. Candidates that depend on variables
 (``induction n``, ``destruct b``) are generated for each variable of the goal,
 found by a probing ``intros`` that is undone afterwards.
 
-``lia`` lives in a library that a file may not load. It is offered only when
-``Locate Ltac`` shows that ``Coq.micromega.Lia.lia`` is loaded at the hole,
-and under the name that reaches it there (``lia``, or ``Lia.lia`` when the
-module is required but not imported). So a proof never needs an import that
-the file does not already have, and the file's text outside the proof never
-changes.
+``lia`` lives in a library that a file may not load. Where ``Locate Ltac``
+shows that ``Coq.micromega.Lia.lia`` is loaded at the hole, it is offered
+under the name that reaches it there (``lia``, or ``Lia.lia`` when the module
+is required but not imported). Where it is not, and the import ``lia`` is
+allowed (``--allow-import``, on by default: Lia is part of Coq and declares no
+axiom), micro tries :data:`LIA_WITH_IMPORT` last, in a side session that loads
+Lia just before the statement; a proof found there carries the import
+:data:`LIA_IMPORT`, which the patch adds after the file's last ``Require``
+(the whole file is then verified as always). Without that permission a proof
+never needs an import that the file does not already have.
 """
 
 from __future__ import annotations
@@ -28,14 +32,17 @@ from ...provers.base import TacticStatus
 from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
 from ..script import passes_gate
-from ..session import CoqSession
+from ..session import NO_MICROMEGA_CACHE, CoqSession
 from ..syntax import one_sentence
 from .closers import project_closers
 
 __all__ = [
     "GENERIC_TACTICS",
+    "LIA_IMPORT",
+    "LIA_WITH_IMPORT",
     "PER_VARIABLE_TACTICS",
     "CachedStrategy",
+    "FixedScripts",
     "InductionStrategy",
     "MicroStrategy",
     "lia_tactic",
@@ -227,15 +234,72 @@ async def lia_tactic(session: CoqSession) -> str | None:
     return f"({name})"
 
 
+#: the import that lets a proof use ``lia`` where the file does not load it
+LIA_IMPORT = "From Coq Require Import Lia."
+#: tried with :data:`LIA_IMPORT` where the file does not load Lia: the standard list's
+#: ``lia`` and its most common openings
+LIA_WITH_IMPORT = ("lia.", "intros; lia.", "intros; simpl in *; lia.", "intros; intuition lia.")
+#: CPU seconds the scripts with Lia's import get at least (the side session that loads
+#: it counts against them)
+LIA_MIN_SECONDS = 1.5
+
+
+class FixedScripts(_QuickTactics):
+    """A fixed list of one-sentence scripts, tried in batches."""
+
+    def __init__(self, name: str, scripts: Sequence[str]) -> None:
+        self.name = name
+        self._scripts = list(scripts)
+
+    async def scripts(self, session: CoqSession) -> list[str]:
+        del session
+        return self._scripts
+
+
 class MicroStrategy(_QuickTactics):
     """Closing tactics and small combinations (:data:`GENERIC_TACTICS`), with the
-    project's own closers (:mod:`.closers`) after the first few."""
+    project's own closers (:mod:`.closers`) after the first few; then, where the file
+    does not load Lia and its import is allowed, ``lia`` with that import."""
 
     name = "micro"
     #: generic tactics tried before the project's closers
     cheap_first = 5
     #: project closers tried at most
     closers = 8
+
+    def __init__(self, allow_lia_import: bool = False) -> None:
+        self.allow_lia_import = allow_lia_import
+
+    async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        found = await super().prove(session, goal, budget)
+        if found.outcome is Outcome.CANDIDATE or not self.allow_lia_import:
+            return found
+        if await lia_tactic(session) is not None:
+            return found  # loaded here: its scripts were tried already
+        started = time.monotonic()
+        left = max(LIA_MIN_SECONDS, budget.cpu_seconds - found.cpu_seconds)
+        async with session.side_session((LIA_IMPORT, *NO_MICROMEGA_CACHE)) as side:
+            with_lia = await FixedScripts(self.name, LIA_WITH_IMPORT).prove(
+                side, goal, Budget(left, budget.tactic_seconds, budget.grace_seconds)
+            )
+            cpu = side.cpu_seconds()
+        wall = found.wall_seconds + time.monotonic() - started
+        tried = found.tactics_tried + with_lia.tactics_tried
+        if with_lia.outcome is Outcome.CANDIDATE:
+            return StrategyResult(
+                Outcome.CANDIDATE,
+                with_lia.sentences,
+                tried,
+                found.cpu_seconds + cpu,
+                wall,
+                imports=(LIA_IMPORT,),
+            )
+        outcome = (
+            Outcome.TIMEOUT
+            if Outcome.TIMEOUT in (found.outcome, with_lia.outcome)
+            else found.outcome
+        )
+        return StrategyResult(outcome, (), tried, found.cpu_seconds + cpu, wall, found.message)
 
     async def scripts(self, session: CoqSession) -> list[str]:
         generic = expand(GENERIC_TACTICS, await lia_tactic(session))
