@@ -10,20 +10,26 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
+from proof_orchestrator.coq.holes import qed_proofs
+from proof_orchestrator.coq.project import coq_library_roots, project_for
 from proof_orchestrator.coq.script import check_script, passes_gate
+from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.case_split import (
     backward_reconstructions,
     case_analysis_reconstructions,
     case_split_reconstructions,
+    instance_reconstructions,
 )
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
     HammerStrategy,
+    _Scripts,
     missing_atps,
     printed_hints,
     standard_reconstructions,
 )
+from proof_orchestrator.coq.strategies.micro import lia_tactic
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
@@ -631,3 +637,31 @@ async def test_a_proof_that_applies_one_of_its_lemmas_first_is_rebuilt(tmp_path:
         REBUILT_BACKWARD.replace("Admitted.", f"Proof. {rebuilt[0]} Qed."), encoding="utf-8"
     )
     assert coqc_ok(path)
+
+
+async def test_a_scongruence_proof_is_rebuilt_with_its_lemma_at_the_variables() -> None:
+    """Sint63's ``to_Z_inj`` at its place in the installed stdlib: hammer printed
+    ``scongruence use: of_to_Z.``, and the rebuild ran out of its CPU before a later
+    script that closes it (9.2 CPU s, not rebuilt); ``of_to_Z`` at both variables, then
+    ``congruence``, closes it first, within 2 CPU s, and the kernel accepts it."""
+    theories = next(folder for folder, prefix in coq_library_roots() if prefix == "Coq")
+    path = theories / "Numbers" / "Cyclic" / "Int63" / "Sint63.v"
+    text = path.read_text(encoding="utf-8")
+    hole = next(h for h, _ in qed_proofs(path, text) if h.goal.name == "to_Z_inj")
+    project = project_for(path)
+    prover = CoqProver(project.flags, cwd=str(project.root))
+    try:
+        at = prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+        async with at as session:
+            printed = "Replace the hammer tactic with: scongruence use: of_to_Z."
+            scripts = standard_reconstructions(printed, await lia_tactic(session))
+            found = await _Scripts("hammer", scripts).prove(
+                session, hole.goal, Budget(2.0, 1.0, 5.0)
+            )
+            assert found.outcome is Outcome.CANDIDATE, found.message
+            assert found.sentences[0] in instance_reconstructions("of_to_Z")
+            check_script(list(found.sentences))
+            accepted, _ = await session.qed_check(found.sentences, "to_Z_inj", 30.0)
+            assert accepted
+    finally:
+        await prover.aclose()

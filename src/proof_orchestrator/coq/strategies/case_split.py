@@ -13,6 +13,7 @@ __all__ = [
     "backward_reconstructions",
     "case_analysis_reconstructions",
     "case_split_reconstructions",
+    "instance_reconstructions",
 ]
 
 #: split every ``match`` of the goal and of the hypotheses (``Rabs x`` unfolded: on
@@ -101,4 +102,30 @@ def backward_reconstructions(unfold: str, use: str) -> list[str]:
         f"intros; apply {name}; {unfolding}intros; try split; intros; "
         f"eauto using {use}, eq_trans, eq_sym."
         for name in names
+    ]
+
+
+#: at most this many ``use:`` lemmas are each instantiated at the goal's variables
+MAX_INSTANCES = 2
+
+
+def instance_reconstructions(use: str) -> list[str]:
+    """Stand-ins for ``scongruence use: L``: ``L`` at one or two of the variables, then
+    ``congruence``.
+
+    Sint63's ``to_Z_inj`` (``to_Z x = to_Z y -> x = y``, ``scongruence use:
+    of_to_Z``): with ``of_Z (to_Z x) = x`` and ``of_Z (to_Z y) = y`` in the context,
+    ``congruence`` closes it; alone it cannot instantiate a quantified lemma. The
+    ``match`` backtracks over the variables (a hypothesis that is no argument of ``L``
+    fails at once) until ``congruence`` succeeds.
+    """
+    names = [n.strip() for n in use.split(",") if n.strip()][:MAX_INSTANCES]
+    return [
+        script
+        for name in names
+        for script in (
+            f"intros; match goal with x : _ |- _ => pose proof ({name} x); congruence end.",
+            "intros; match goal with x : _, y : _ |- _ => "
+            f"pose proof ({name} x); pose proof ({name} y); congruence end.",
+        )
     ]

@@ -379,6 +379,7 @@ def standard_reconstructions(output: str, lia: str | None = None) -> list[str]:
             # early: each fails at once where its lemma does not apply, and the rebuild's
             # CPU can run out before the end of the list (``equal_mem_1``)
             found += stand_ins.backward_reconstructions(unfold, use)
+            found += stand_ins.instance_reconstructions(use)
         for opening in openings:
             found += _with_lemmas(opening, use, constructors, lia)
         found += stand_ins.case_split_reconstructions(unfold, use)
