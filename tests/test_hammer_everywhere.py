@@ -91,7 +91,7 @@ async def test_a_proof_only_coqhammer_tactics_rebuild_keeps_the_hole_open_and_sa
     (goal,) = report.goals
     assert goal.outcome is not Outcome.PROVED
     assert goal.message.startswith(FOUND_WITH_TACTICS)
-    assert "--allow-import hammer-tactics" in goal.message
+    assert "--allow-import lia,hammer-tactics" in goal.message
     assert path.read_text(encoding="utf-8") == NEEDS_SAUTO
 
 

@@ -109,7 +109,7 @@ SAUTO_TACTICS = (
 _REPLACE = re.compile(r"Replace the hammer tactic with:\s*(?P<tactic>[^<]+)")
 #: why ``sauto`` is skipped in a file that does not load CoqHammer's tactics
 NO_HAMMER_TACTICS = (
-    "the file does not load CoqHammer's tactics (--allow-import hammer-tactics lets "
+    "the file does not load CoqHammer's tactics (--allow-import lia,hammer-tactics lets "
     "sauto add `From Hammer Require Import Tactics.`)"
 )
 
@@ -540,7 +540,7 @@ class HammerStrategy:
         if not self.allow_tactics_import:
             hint = (
                 f"{FOUND_WITH_TACTICS}: {printed} (no standard tactic rebuilt it; "
-                "--allow-import hammer-tactics adds `From Hammer Require Import Tactics.`)"
+                "--allow-import lia,hammer-tactics adds `From Hammer Require Import Tactics.`)"
             )
             return result(Outcome.FAILED, message=hint, hint=hint)
         left = budget.cpu_seconds - spent()
