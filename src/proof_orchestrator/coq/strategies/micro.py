@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Sequence
 
-from ...errors import SourceSyntaxError
+from ...errors import PrefixError, SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
@@ -278,11 +278,14 @@ class MicroStrategy(_QuickTactics):
             return found  # loaded here: its scripts were tried already
         started = time.monotonic()
         left = max(LIA_MIN_SECONDS, budget.cpu_seconds - found.cpu_seconds)
-        async with session.side_session((LIA_IMPORT, *NO_MICROMEGA_CACHE)) as side:
-            with_lia = await FixedScripts(self.name, LIA_WITH_IMPORT).prove(
-                side, goal, Budget(left, budget.tactic_seconds, budget.grace_seconds)
-            )
-            cpu = side.cpu_seconds()
+        try:
+            async with session.side_session((LIA_IMPORT, *NO_MICROMEGA_CACHE)) as side:
+                with_lia = await FixedScripts(self.name, LIA_WITH_IMPORT).prove(
+                    side, goal, Budget(left, budget.tactic_seconds, budget.grace_seconds)
+                )
+                cpu = side.cpu_seconds()
+        except PrefixError:
+            return found  # Lia does not load there: what micro found without it stands
         wall = found.wall_seconds + time.monotonic() - started
         tried = found.tactics_tried + with_lia.tactics_tried
         if with_lia.outcome is Outcome.CANDIDATE:
