@@ -66,15 +66,11 @@ def main() -> int:
         return 2
     excluded = earlier_files()
     if args.exclude:
-        excluded |= {
-            line.strip() for line in args.exclude.read_text().splitlines() if line.strip()
-        }
+        excluded |= {line.strip() for line in args.exclude.read_text().splitlines() if line.strip()}
     pool = sorted(
         p
         for p in THEORIES.rglob("*.v")
-        if logical_name(p) not in loaded
-        and str(p) not in excluded
-        and qed_count(p) >= args.min_qed
+        if logical_name(p) not in loaded and str(p) not in excluded and qed_count(p) >= args.min_qed
     )
     random.Random(args.seed).shuffle(pool)
     chosen: list[Path] = []

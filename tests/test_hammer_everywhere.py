@@ -14,6 +14,7 @@ from proof_orchestrator.coq.holes import qed_proofs
 from proof_orchestrator.coq.project import coq_library_roots, project_for
 from proof_orchestrator.coq.script import check_script, passes_gate
 from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies import proof_terms
 from proof_orchestrator.coq.strategies.case_split import (
     backward_reconstructions,
     case_analysis_reconstructions,
@@ -23,6 +24,7 @@ from proof_orchestrator.coq.strategies.case_split import (
 from proof_orchestrator.coq.strategies.hammer import (
     FOUND_WITH_TACTICS,
     TACTICS_IMPORT,
+    TERM_MESSAGE,
     HammerStrategy,
     _Scripts,
     missing_atps,
@@ -52,10 +54,20 @@ Admitted.
 End S.
 """
 
-#: proved by hammer, rebuilt only by CoqHammer's own tactics (a case split on booleans)
+#: proved by hammer, rebuilt by no tactic stand-in (a case split, then a witness)
 NEEDS_SAUTO = """\
 Require Import Bool.
 Lemma pred_of_nonzero : forall n : nat, n <> 0 -> exists m, n = S m.
+Admitted.
+"""
+
+#: the same statement twice: with no binder before the colon, and with ``n`` there (its
+#: proof starts with ``n`` in the context, while ``Show Proof`` prints ``fun n => ...``)
+TERMS_BOTH_WAYS = """\
+Require Import Bool.
+Lemma pred_of_nonzero : forall n : nat, n <> 0 -> exists m, n = S m.
+Admitted.
+Lemma pred_of_nonzero' (n : nat) : n <> 0 -> exists m, n = S m.
 Admitted.
 """
 
@@ -82,9 +94,40 @@ async def test_hammer_in_a_file_without_coqhammer_writes_a_proof_that_compiles_w
     assert coqc_ok(path)
 
 
-async def test_a_proof_only_coqhammer_tactics_rebuild_keeps_the_hole_open_and_says_so(
+async def test_a_proof_no_stand_in_rebuilds_is_written_as_hammers_proof_term(
     tmp_path: Path, ledger: Ledger
 ) -> None:
+    """``sauto``'s proof (a case split, then a witness) is a term of the standard library
+    alone: printed in hammer's side session, it is ``exact`` where the statement has no
+    binder before its colon and ``apply`` where it has; the file compiles without
+    CoqHammer, and the long term is laid out over lines of at most 100 characters."""
+    path = tmp_path / "Terms.v"
+    path.write_text(TERMS_BOTH_WAYS, encoding="utf-8")
+    report = await fill([path], ledger, _options(), strategies=[HammerStrategy()])
+    plain, binder = report.goals
+    assert plain.outcome is Outcome.PROVED, plain.message
+    assert binder.outcome is Outcome.PROVED, binder.message
+    assert plain.sentences[0].startswith("exact (")
+    assert binder.sentences[0].startswith("apply (")
+    written = path.read_text(encoding="utf-8")
+    assert "Admitted." not in written
+    assert "Hammer" not in written
+    assert "sauto" not in written
+    assert max(len(line) for line in written.splitlines()) <= 100
+    assert coqc_ok(path)
+    with sqlite3.connect(tmp_path / "ledger.sqlite") as db:
+        query = "SELECT message FROM attempts WHERE outcome = 'candidate'"
+        messages = [m for (m,) in db.execute(query)]
+    assert len(messages) == 2
+    assert all(m.startswith(TERM_MESSAGE) for m in messages), messages
+
+
+async def test_a_proof_only_coqhammer_tactics_rebuild_keeps_the_hole_open_and_says_so(
+    tmp_path: Path, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A term too long to keep (the limit set to 10 characters here) is not written:
+    the hole stays open, and the attempt names the CoqHammer tactic and the flag."""
+    monkeypatch.setattr(proof_terms, "MAX_TERM_CHARS", 10)
     path = tmp_path / "Andb.v"
     path.write_text(NEEDS_SAUTO, encoding="utf-8")
     report = await fill([path], ledger, _options(), strategies=[HammerStrategy()])

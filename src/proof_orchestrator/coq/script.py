@@ -16,6 +16,7 @@ end the proof early, change the statement or the environment, or admit a goal:
 from __future__ import annotations
 
 import re
+import textwrap
 from collections.abc import Sequence
 
 from ..errors import ScriptRejected, SourceSyntaxError
@@ -105,10 +106,30 @@ def format_script(sentences: Sequence[str], indent: str = "  ") -> str:
         if split_sentences(sentence)[0].is_bullet_or_brace and sentence != "}":
             pending += sentence + " "
             continue
-        lines.append(indent + "  " * depth + pending + sentence)
+        lines.append(_wrapped(indent + "  " * depth, pending + sentence))
         pending = ""
         if sentence.endswith("{"):
             depth += 1
     if pending:
         lines.append(indent + "  " * depth + pending.rstrip())
     return "\n".join(lines)
+
+
+#: a sentence longer than this (a proof term) is laid out over several lines
+WRAP_WIDTH = 100
+
+
+def _wrapped(indent: str, sentence: str) -> str:
+    """``sentence`` at ``indent``, over lines of at most :data:`WRAP_WIDTH` characters
+    when it is longer, broken at its spaces (a line break is a space to Coq; a
+    sentence with a string is left whole, as a break inside it would change it)."""
+    if len(indent) + len(sentence) <= WRAP_WIDTH or '"' in sentence:
+        return indent + sentence
+    return textwrap.fill(
+        sentence,
+        WRAP_WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

@@ -429,19 +429,26 @@ class CoqSession:
         return True, assumptions.output
 
     async def query(
-        self, command: str, *, notations: bool = True, timeout: float | None = None
+        self,
+        command: str,
+        *,
+        notations: bool = True,
+        options: Sequence[str] = (),
+        timeout: float | None = None,
     ) -> str:
         """Run a read-only vernacular query (``Print Libraries.``) and return its output.
 
         ``notations=False`` prints terms without notations (``Qeq (Qplus 0 x) x``
-        rather than ``0 + x == x``): the option is unset just for the query. The
-        proof state, and with it the printing options, are restored afterwards.
+        rather than ``0 + x == x``); ``options`` are further settings
+        (``Set Printing Depth 100000.``) sent just for the query. The proof
+        state, and with it the printing options, are restored afterwards.
         """
         top = self._require_top()
         origin = self.current
         wait = timeout if timeout is not None else self._prover.settings.load_timeout
-        if not notations:
-            await top.send("Unset Printing Notations.", wait, checked=True, measure=False)
+        settings = [*options, *(() if notations else ("Unset Printing Notations.",))]
+        for setting in settings:
+            await top.send(setting, wait, checked=True, measure=False)
         reply = await top.send(command, wait)
         await self._return_after_query(top, origin)
         return reply.output

@@ -1,0 +1,63 @@
+"""Hammer's proof as a term: a rebuild that needs neither the ATPs nor CoqHammer's tactics.
+
+When ``hammer`` succeeds in a side session (the file's prefix with CoqHammer
+loaded just before the statement), the proof it built is a term of the
+goal's type. CoqHammer's tactics (``sauto``, ``hauto``...) only *search*: the
+term they leave is made of the file's own definitions and lemmas and the
+standard library's, and so is usually a proof in the goal's own session too.
+:func:`printed_terms` prints that term (``Show Proof``, twice: with the
+file's notations, then with ``Set Printing All`` where notations or implicit
+arguments do not read back) and :func:`term_scripts` turns it into scripts
+that the goal's own session checks, as it checks every candidate:
+
+* ``exact (t).``, for a statement with no binder before its colon;
+* ``apply (t).``: a statement ``Lemma L x y : P`` starts its proof with ``x``
+  and ``y`` already in the context, while ``Show Proof`` prints the whole
+  ``fun x y => ...``; ``apply`` instantiates them from the goal.
+
+A term that names what only the side session loads (CoqHammer's ``Reflect``
+lemmas, the micromega certificates of a ``lia`` inside ``sauto`` where the
+file does not load Lia) does not read back and fails at once. A term is long
+(hundreds to tens of thousands of characters): the hammer strategy prefers
+its tactic stand-ins and writes a term only when none rebuilds the proof.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..session import CoqSession
+
+__all__ = ["MAX_TERM_CHARS", "PRINTING", "printed_terms", "term_scripts"]
+
+#: a printed term longer than this is not offered as a proof (too long to read or keep)
+MAX_TERM_CHARS = 60_000
+#: printing options for ``Show Proof``: no ``...`` in place of deep subterms
+PRINTING = ("Set Printing Depth 1000000.", "Set Printing Width 100.")
+#: the second printing: every implicit argument and coercion explicit, no notation
+PRINTING_ALL = (*PRINTING, "Set Printing All.")
+
+
+async def printed_terms(session: CoqSession) -> list[str]:
+    """The proof of ``session``'s current state, with notations, then in full, each on
+    one line. Call it where the proof is finished (a tactic completed it): an
+    unfinished one prints with evars (``?Goal``), which no script can name.
+    """
+    terms: list[str] = []
+    for options in (PRINTING, PRINTING_ALL):
+        printed = " ".join((await session.query("Show Proof.", options=options)).split())
+        if printed and printed not in terms:
+            terms.append(printed)
+    return terms
+
+
+def term_scripts(terms: Sequence[str], max_chars: int | None = None) -> list[str]:
+    """``exact (t).`` and ``apply (t).`` for each printed term ``t`` up to ``max_chars``
+    characters (default :data:`MAX_TERM_CHARS`)."""
+    limit = MAX_TERM_CHARS if max_chars is None else max_chars
+    scripts: list[str] = []
+    for term in terms:
+        if len(term) > limit:
+            continue
+        scripts += [f"exact ({term}).", f"apply ({term})."]
+    return scripts

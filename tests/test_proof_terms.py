@@ -1,0 +1,55 @@
+"""Proof terms as scripts: printed whole by real coqtop, read back by another, laid out in lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.script import WRAP_WIDTH, check_script, format_script
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.proof_terms import printed_terms, term_scripts
+from proof_orchestrator.provers.base import TacticStatus
+
+#: a goal whose proof term nests 60 deep: coqtop's default printing elides it as ``(...)``
+DEEP = "Lemma deep : 0 <= 60.\nAdmitted.\n"
+
+
+async def test_a_deep_proof_term_is_printed_whole_and_reads_back_in_another_session(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Deep.v"
+    (hole,) = scan_coq_text(path, DEEP)
+    prover = CoqProver(cwd=str(tmp_path))
+    codes = prover._prefix_codes(DEEP, hole.prefix_end)
+    try:
+        async with prover.session_at(hole.goal, codes) as side:
+            built = await side.run_tactic("repeat constructor.", side.root, timeout=10)
+            assert built.status is TacticStatus.COMPLETE
+            terms = await printed_terms(side)
+        assert terms
+        assert all("..." not in t for t in terms), terms
+        assert all("\n" not in t for t in terms), terms
+        assert terms[0].count("le_S") == 60
+        scripts = term_scripts(terms)
+        assert scripts[0] == f"exact ({terms[0]})."
+        assert term_scripts(terms, max_chars=10) == []
+        async with prover.session_at(hole.goal, codes) as session:
+            read_back = await session.run_script([scripts[0]], session.root, timeout=10)
+            assert read_back.status is TacticStatus.COMPLETE, read_back.message
+    finally:
+        await prover.aclose()
+
+
+def test_a_long_sentence_is_laid_out_in_lines_at_its_spaces() -> None:
+    term = "exact (" + " ".join(f"(le_S 0 {n}" for n in range(60)) + " (le_n 0)" + ")" * 61 + "."
+    body = format_script([term], indent="  ")
+    lines = body.splitlines()
+    assert len(lines) > 1
+    assert all(len(line) <= WRAP_WIDTH for line in lines)
+    assert lines[0].startswith("  exact (")
+    assert lines[1].startswith("    ")
+    assert " ".join(body.split()) == term  # only spaces became line breaks
+    check_script([body.strip()])  # still one sentence the gate accepts
+    # a sentence with a string is left whole: a break inside the string would change it
+    quoted = 'idtac "' + "x " * 80 + '"; ' + "auto" + "."
+    assert format_script([quoted], indent="  ") == "  " + quoted
