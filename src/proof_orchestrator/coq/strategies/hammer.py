@@ -19,14 +19,17 @@ without CoqHammer, from the lemmas the ATPs used, with tactics every Coq has
 rewriting, ``congruence``...). The proof written back compiles in the file as
 it is; a proof never adds an import unless the user allows it.
 
-When only CoqHammer's own tactics (``sauto``/``hauto``/``qauto``...) rebuild
-the proof, the hole stays open and the attempt says "found with
-Hammer.Tactics". With ``--allow-import hammer-tactics`` that tactic is kept
-instead, checked in a side session that loads ``Hammer.Tactics``, and the
-proof carries the import ``From Hammer Require Import Tactics.`` that the
-patch adds after the file's last ``Require`` (the whole file is verified as
-always). ``sauto`` runs in files without CoqHammer only when that import is
-allowed.
+Where no such script rebuilds it, the proof term ``hammer`` built in its side
+session is printed there and read back in the goal's own session
+(:mod:`.proof_terms`); it is checked first, so that the scripts then only
+look for a shorter proof for a short while. When only CoqHammer's own
+tactics (``sauto``/``hauto``/``qauto``...) rebuild the proof, the hole stays
+open and the attempt says "found with Hammer.Tactics". With ``--allow-import
+hammer-tactics`` that tactic is kept instead (before the term), checked in
+a side session that loads ``Hammer.Tactics``, and the proof carries the
+import ``From Hammer Require Import Tactics.`` that the patch adds after the
+file's last ``Require`` (the whole file is verified as always). ``sauto``
+runs in files without CoqHammer only when that import is allowed.
 
 The first ``hammer`` call in a coqtop reads CoqHammer's ATP library (the
 features of every object in scope: about 9 CPU seconds with the standard
