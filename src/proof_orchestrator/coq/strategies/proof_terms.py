@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...errors import ProverError
 from ..session import CoqSession
 
 __all__ = ["MAX_TERM_CHARS", "PRINTING", "printed_terms", "term_scripts"]
@@ -45,7 +46,13 @@ async def printed_terms(session: CoqSession) -> list[str]:
     """
     terms: list[str] = []
     for options in (PRINTING, PRINTING_ALL):
-        printed = " ".join((await session.query("Show Proof.", options=options)).split())
+        try:
+            shown = await session.query("Show Proof.", options=options)
+        except ProverError:
+            # a term past the reply cap (16 MiB) or a prover lost while printing it:
+            # no term from here on (the side session is closed and replaced as usual)
+            break
+        printed = " ".join(shown.split())
         if printed and printed not in terms:
             terms.append(printed)
     return terms
