@@ -318,11 +318,8 @@ class HammerStrategy:
     uses_slot = True
     needs_ledger = False
     #: below this many CPU seconds the ATPs rarely finish: the goal's budget keeps
-    #: this much for hammer while it waits (``GoalBudget``'s floors). 7.5: one second
-    #: goes to the rebuild, and ``Timeout 10 hammer.`` alone spent over 5.5 CPU s on 9
-    #: of the 93 goals it proved in the eighth held-out set, where fill's hammer timed
-    #: out on 6 of them at grants of 6.1 to 6.9 s
-    min_grant_seconds = 7.5
+    #: this much for hammer while it waits (``GoalBudget``'s floors)
+    min_grant_seconds = 6.5
 
     def __init__(self, allow_tactics_import: bool = False) -> None:
         self.allow_tactics_import = allow_tactics_import
