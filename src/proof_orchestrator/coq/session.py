@@ -51,6 +51,8 @@ _SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*E
 #: working directory, the user's project: sessions turn the caches off before the goal
 #: (a warning, harmless, where Lia is not loaded)
 NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
+#: a query's option that prints terms without notations
+NO_NOTATIONS = ("Unset Printing Notations.",)
 
 
 class CoqSession:
@@ -429,25 +431,18 @@ class CoqSession:
         return True, assumptions.output
 
     async def query(
-        self,
-        command: str,
-        *,
-        notations: bool = True,
-        options: Sequence[str] = (),
-        timeout: float | None = None,
+        self, command: str, *, options: Sequence[str] = (), timeout: float | None = None
     ) -> str:
         """Run a read-only vernacular query (``Print Libraries.``) and return its output.
 
-        ``notations=False`` prints terms without notations (``Qeq (Qplus 0 x) x``
-        rather than ``0 + x == x``); ``options`` are further settings
-        (``Set Printing Depth 100000.``) sent just for the query. The proof
-        state, and with it the printing options, are restored afterwards.
+        ``options`` are settings sent just for the query (:data:`NO_NOTATIONS` prints
+        ``Qeq (Qplus 0 x) x`` rather than ``0 + x == x``). The proof state, and with
+        it the printing options, are restored afterwards.
         """
         top = self._require_top()
         origin = self.current
         wait = timeout if timeout is not None else self._prover.settings.load_timeout
-        settings = [*options, *(() if notations else ("Unset Printing Notations.",))]
-        for setting in settings:
+        for setting in options:
             await top.send(setting, wait, checked=True, measure=False)
         reply = await top.send(command, wait)
         await self._return_after_query(top, origin)

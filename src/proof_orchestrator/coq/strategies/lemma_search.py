@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from ...errors import OrchError
-from ..session import CoqSession
+from ..session import NO_NOTATIONS, CoqSession
 from ..syntax import split_top_level
 
 __all__ = [
@@ -149,7 +149,7 @@ def parse_plain_goal(shown: str) -> PlainGoal | None:
 async def plain_goal(session: CoqSession) -> PlainGoal | None:
     """The session's first goal, at its current state, printed without notations."""
     try:
-        shown = await session.query("Show.", notations=False, timeout=10)
+        shown = await session.query("Show.", options=NO_NOTATIONS, timeout=10)
     except OrchError:
         return None
     return parse_plain_goal(shown)
@@ -221,7 +221,7 @@ class LemmaSearch:
             self.searches += 1
             try:
                 output = await session.query(
-                    f"Search {' '.join(narrowing)}.", notations=False, timeout=10
+                    f"Search {' '.join(narrowing)}.", options=NO_NOTATIONS, timeout=10
                 )
             except OrchError:
                 break
