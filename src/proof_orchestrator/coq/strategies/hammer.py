@@ -160,16 +160,13 @@ WALL_PER_CPU = 2.0
 def hammer_limits(cpu_seconds: float) -> tuple[int, int]:
     """CoqHammer's ATP and reconstruction time limits (s) for a grant of ``cpu_seconds``.
 
-    CoqHammer's ATP limit is wall-clock time; the CPU guard is the real cut. With
-    ``GSMode 2`` two ATP runs go at once, and when fill races another strategy on
-    the second core they share one: at half the grant (the limit before) Sint63's
-    ``to_Z_add`` ended "ATPs failed" after 2.8 CPU s of a 6.4 s grant, where
-    ``Timeout 10 hammer.`` alone proves it. So the ATPs get the whole grant in wall
-    seconds and stop at the CPU guard; the reconstruction tactics get half
-    (CoqHammer's defaults, 20 s and 5 s, are for a ``hammer`` without a budget).
+    With ``GSMode 2`` two ATP runs go at once, so half the grant is all the ATPs can
+    use; the reconstruction tactics then get the same (CoqHammer's defaults,
+    20 s and 5 s, are for a ``hammer`` without a budget). The CPU guard cuts
+    whatever the two together run over.
     """
     half = max(1, math.ceil(cpu_seconds / 2))
-    return max(1, math.ceil(cpu_seconds)), max(2, half)
+    return half, max(2, half)
 
 
 async def read_atp_library(session: CoqSession) -> float:
