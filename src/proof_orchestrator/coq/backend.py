@@ -24,9 +24,9 @@ from .project import (
 )
 from .script import check_script
 from .session import CoqProver
-from .strategies.hammer import HammerStrategy, SautoStrategy, hammer_environment
+from .strategies.hammer import TACTICS_IMPORT, HammerStrategy, SautoStrategy, hammer_environment
 from .strategies.knn import FileModels
-from .strategies.micro import CachedStrategy, InductionStrategy, MicroStrategy
+from .strategies.micro import LIA_IMPORT, CachedStrategy, InductionStrategy, MicroStrategy
 from .strategies.search import SearchStrategy
 from .syntax import sentence_keyword, split_sentences
 from .verify import CoqVerifier
@@ -35,8 +35,8 @@ __all__ = ["ALLOWED_IMPORTS", "CoqBackend", "CoqTools"]
 
 #: the only imports a proof may bring into a file, by the name ``--allow-import`` gives them
 ALLOWED_IMPORTS = {
-    "hammer-tactics": "From Hammer Require Import Tactics.",
-    "lia": "From Coq Require Import Lia.",
+    "hammer-tactics": TACTICS_IMPORT,
+    "lia": LIA_IMPORT,
 }
 
 

@@ -245,7 +245,7 @@ async def _term_proof(
     scripts = term_scripts(terms)
     if not scripts:
         return None
-    check = _Scripts("hammer", scripts)
+    check = FixedScripts("hammer", scripts)
     # a term naming what is not loaded here fails as a whole sentence: one at a time
     check.batch_size = 1
     found = await check.prove(
