@@ -1,6 +1,7 @@
 """Issue 28 acceptance: ``orch fill`` on held-out library files against its peers and its members.
 
 usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coquelicot]
+                                 [--functor-lib Bignums]
                                  [--solo-sample 30] [--draw-only | --peers-only | --fill-only]
 
 1. **Draw** (a rule fixed before any run): Coq stdlib files outside what
@@ -13,8 +14,13 @@ usage: python bench/dominance.py WORK [--seed 20261126] [--goals 250] [--lib Coq
    at least 8 files and ``--goals`` goals. When fewer than 3 functor files with
    10 to 80 proofs are left (earlier draws took them), functor files with up to
    160 are drawn instead (same seed, same order), and when fewer than 3 of those
-   are left, functor files with 5 to 160 proofs. A drawn file whose copy with every
-   ``Qed`` proof ``Admitted`` does not compile is left out (and listed).
+   are left, functor files with 5 to 160 proofs; when fewer than 3 of those are
+   left, the functor files of the Debian library ``--functor-lib`` (default
+   Bignums) with 10 to 80 proofs (same seed). A drawn file whose copy with every
+   ``Qed`` proof ``Admitted`` does not compile is left out (and listed). A file of
+   a Debian library is compiled, filled and given to the peers with its library's
+   folder mapped as a project maps it (``-R <folder> <Lib>`` in a ``_CoqProject``
+   beside the copies): such libraries load their own files by short names.
 2. **fill**: ``bench/stdlib_fill.py`` on those copies with the product's command,
    ``orch fill --budget 10 --budget-cap 10 --cpu-target 1.0`` (process-tree CPU).
 3. **peers**: ``orch eval`` on the original files, ``--no-portfolio --baseline
@@ -73,7 +79,34 @@ MAX_FUNCTOR_QED = 160
 MIN_FUNCTOR_QED = 5
 FUNCTOR = re.compile(r"(?m)^\s*(Module\s+Type\b|(Declare\s+)?Module\s+[\w']+\s*\(\s*[\w']+\s*:)")
 SOLOS = ("micro", "induction", "search", "hammer")
+#: the Debian library whose functor files are drawn once the stdlib's are all used
+FUNCTOR_LIB = "Bignums"
 FILL_OPTIONS = ["--budget", "10", "--budget-cap", "10", "--cpu-target", "1.0"]
+
+
+def library_root(path: Path) -> Path | None:
+    """The folder of the Debian library ``path`` belongs to (``user-contrib/<Lib>``), or None."""
+    try:
+        parts = path.resolve().relative_to(USER_CONTRIB).parts
+    except ValueError:
+        return None
+    return USER_CONTRIB / parts[0] if len(parts) > 1 else None
+
+
+def load_path(files: list[str]) -> list[list[str]]:
+    """``[folder, Lib]`` for each Debian library among ``files``: what ``-R`` maps."""
+    roots = sorted({str(r) for f in files if (r := library_root(Path(f))) is not None})
+    return [[root, Path(root).name] for root in roots]
+
+
+def coqproject(folder: Path, mapping: list[list[str]]) -> list[str]:
+    """Write ``folder/_CoqProject`` mapping each library (when any); the ``coqc`` flags."""
+    flags = [word for root, name in mapping for word in ("-R", root, name)]
+    if mapping:
+        folder.mkdir(parents=True, exist_ok=True)
+        lines = [f"-R {root} {name}" for root, name in mapping]
+        (folder / "_CoqProject").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return flags
 
 
 def _copy_compiles(source: Path, scratch: Path) -> bool:
@@ -81,11 +114,12 @@ def _copy_compiles(source: Path, scratch: Path) -> bool:
     scratch.mkdir(parents=True, exist_ok=True)
     copy = scratch / source.name
     copy.write_text(text, encoding="utf-8")
-    run = subprocess.run(["coqc", copy.name], cwd=scratch, capture_output=True, timeout=600)
+    flags = coqproject(scratch, load_path([str(source)]))
+    run = subprocess.run(["coqc", *flags, copy.name], cwd=scratch, capture_output=True, timeout=600)
     return run.returncode == 0
 
 
-def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
+def draw(seed: int, goals: int, lib: str, work: Path, functor_lib: str) -> dict[str, Any]:
     loaded = hammer_modules()
     if not loaded:
         raise SystemExit("could not list CoqHammer's modules (is coq-hammer installed?)")
@@ -116,6 +150,12 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
     random.Random(seed).shuffle(large)
     random.Random(seed).shuffle(small)
     random.Random(seed).shuffle(library)
+    lib_functors = sorted(
+        p
+        for p in (USER_CONTRIB / functor_lib).rglob("*.v")
+        if str(p) not in excluded and p not in library and 10 <= qed_count(p) <= 80
+    )
+    random.Random(seed).shuffle(lib_functors)
     scratch = work / "compile-check"
     left_out: list[str] = []
 
@@ -138,9 +178,11 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
     from_lib = take(library, 2, lambda p: True)
     if len(from_lib) < 2:
         raise SystemExit(f"{library_root}: fewer than 2 files whose copy compiles: {left_out}")
-    # the first pool with 3 functor files left: 10-80 proofs, then up to 160, then from 5
+    # the first pool with 3 functor files left: 10-80 proofs, then up to 160, then from 5,
+    # then the functor library's
     pool = next(
-        (pool for pool in (stdlib, large) if sum(1 for p in pool if is_functor(p)) >= 3), small
+        (p for p in (stdlib, large, small) if sum(1 for f in p if is_functor(f)) >= 3),
+        lib_functors,
     )
     functors = take(pool, 3, is_functor)
     chosen = [*functors, *from_lib]
@@ -159,6 +201,7 @@ def draw(seed: int, goals: int, lib: str, work: Path) -> dict[str, Any]:
         "functor_files": [str(p) for p in functors],
         "library_files": [str(p) for p in from_lib],
         "qed_proofs": sum(qed_count(p) for p in chosen),
+        "load_path": load_path([str(p) for p in chosen]),
         "left_out_copy_does_not_compile": left_out,
     }
 
@@ -175,9 +218,10 @@ def _written(stdout: str) -> Path:
     return Path(re.findall(r"(?m)^(?:written|Result): (\S+)", stdout)[-1])
 
 
-def run_fill(files: list[str], work: Path) -> dict[str, Any]:
+def run_fill(files: list[str], work: Path, mapping: list[list[str]]) -> dict[str, Any]:
     folder = work / "fill"
     folder.mkdir(parents=True, exist_ok=True)
+    coqproject(folder, mapping)
     run = subprocess.run(
         [PYTHON, str(BENCH / "stdlib_fill.py"), str(folder), *files, "--", *FILL_OPTIONS],
         capture_output=True,
@@ -210,9 +254,39 @@ def run_fill(files: list[str], work: Path) -> dict[str, Any]:
     return {"summary": result, "goals": goals, "ledger": str(folder / "ledger.sqlite")}
 
 
-def run_eval(files: list[str], work: Path, name: str, arms: list[str], extra: list[str]) -> Any:
+def _originals(files: list[str], work: Path, mapping: list[list[str]]) -> dict[str, str]:
+    """Files to give ``orch eval`` -> the drawn file each stands for.
+
+    A Debian library's file is copied whole (its proofs kept) into ``WORK/originals``
+    beside a ``_CoqProject`` that maps its library; a stdlib file is used in place.
+    """
+    folder = work / "originals"
+    coqproject(folder, mapping)
+    given: dict[str, str] = {}
+    for source in map(Path, files):
+        if library_root(source) is None:
+            given[str(source)] = str(source)
+            continue
+        copy = folder / source.name
+        if str(copy) in given:
+            copy = folder / f"{source.parent.name}_{source.name}"
+        copy.write_text(source.read_text(encoding="utf-8"), encoding="utf-8")
+        given[str(copy)] = str(source)
+    return given
+
+
+def run_eval(
+    files: list[str],
+    work: Path,
+    name: str,
+    arms: list[str],
+    extra: list[str],
+    mapping: list[list[str]] | None = None,
+) -> Any:
     out = work / name
-    command = [ORCH, "eval", *files, "--no-portfolio", "--budget", "10", "--out", str(out)]
+    given = _originals(files, work, mapping or [])
+    back = {**given, **{str(Path(k).resolve()): v for k, v in given.items()}}
+    command = [ORCH, "eval", *given, "--no-portfolio", "--budget", "10", "--out", str(out)]
     for arm in arms:
         command += ["--baseline", arm]
     stopped = sorted(out.glob("*-eval.partial.jsonl"))
@@ -225,6 +299,7 @@ def run_eval(files: list[str], work: Path, name: str, arms: list[str], extra: li
     result = json.loads(sorted(out.glob("*-eval.json"))[-1].read_text())
     seen: Counter[tuple[str, str]] = Counter()
     for row in result["rows"]:
+        row["file"] = back.get(row["file"], row["file"])
         seen[(row["file"], row["name"])] += 1
         row["key"] = f"{row['file']}::{row['name']}::{seen[(row['file'], row['name'])]}"
     return result
@@ -296,6 +371,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--goals", type=int, default=250)
     ap.add_argument("--lib", default="Coquelicot")
+    ap.add_argument("--functor-lib", default=FUNCTOR_LIB)
     ap.add_argument("--solo-sample", type=int, default=30)
     ap.add_argument(
         "--peer-sample", type=int, help="run the peers on this many goals (seeded), not all"
@@ -316,7 +392,9 @@ def main() -> int:
     a = ap.parse_args()
     work = a.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    drawn = _stage(work / "draw.json", lambda: draw(a.seed, a.goals, a.lib, work))
+    drawn = _stage(work / "draw.json", lambda: draw(a.seed, a.goals, a.lib, work, a.functor_lib))
+    # draws before the load path was recorded ran every file in place, unmapped
+    mapping: list[list[str]] = drawn.get("load_path", [])
     print(json.dumps(drawn, indent=1), flush=True)
     if a.draw_only:
         return 0
@@ -324,7 +402,7 @@ def main() -> int:
     if a.peers_only:
         print("peers only: fill and the solo stage are left to a later run", flush=True)
     else:
-        fill = _stage(work / "fill.json", lambda: run_fill(files, work))
+        fill = _stage(work / "fill.json", lambda: run_fill(files, work, mapping))
         proved = {g["key"] for g in fill["goals"] if g["outcome"] == "proved"}
         unproved = sorted(g["key"] for g in fill["goals"] if g["outcome"] != "proved")
         sample = sorted(random.Random(a.seed).sample(unproved, min(a.solo_sample, len(unproved))))
@@ -339,6 +417,7 @@ def main() -> int:
                     "solo",
                     [f"solo:{s}" for s in SOLOS],
                     [arg for n in names for arg in ("--only", n)],
+                    mapping,
                 ),
             )
         if a.fill_only:
@@ -353,6 +432,7 @@ def main() -> int:
             ["hammer", "tactics"],
             ["--tactic-seconds", "5", "--seed", str(a.seed)]
             + (["--sample", str(a.peer_sample)] if a.peer_sample else []),
+            mapping,
         ),
     )
     if a.peers_only:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from proof_orchestrator.coq.holes import admit_proofs
+from proof_orchestrator.coq.project import load_coqproject
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -143,9 +144,12 @@ def main(argv: list[str]) -> int:
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     fill = json.loads(report.read_text(encoding="utf-8") or "{}")
     remaining = sum(c.read_text(encoding="utf-8").count("Admitted.") for c in copies)
+    # the copies' folder may be a project (a _CoqProject mapping a library): its flags
+    project = work / "_CoqProject"
+    flags = list(load_coqproject(project).flags) if project.is_file() else []
     compiles = {
         c.name: subprocess.run(
-            ["coqc", c.name], cwd=work, capture_output=True, check=False
+            ["coqc", *flags, c.name], cwd=work, capture_output=True, check=False
         ).returncode
         == 0
         for c in copies
