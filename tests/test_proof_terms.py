@@ -7,7 +7,11 @@ from pathlib import Path
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.script import WRAP_WIDTH, check_script, format_script
 from proof_orchestrator.coq.session import CoqProver
-from proof_orchestrator.coq.strategies.proof_terms import printed_terms, term_scripts
+from proof_orchestrator.coq.strategies.proof_terms import (
+    leading_binders,
+    printed_terms,
+    term_scripts,
+)
 from proof_orchestrator.provers.base import TacticStatus
 
 #: a goal whose proof term nests 60 deep: coqtop's default printing elides it as ``(...)``
@@ -38,6 +42,63 @@ async def test_a_deep_proof_term_is_printed_whole_and_reads_back_in_another_sess
             assert read_back.status is TacticStatus.COMPLETE, read_back.message
     finally:
         await prover.aclose()
+
+
+#: a class instance before the colon (`` `{laws} `` binds ``l``, ``X`` and ``H``): ``l``
+#: appears nowhere in the goal, so ``apply`` cannot infer it from the term
+INSTANCE = (
+    "Class laws (l : nat) (X : Type) := { same : forall x : X, x = x }.\n"
+    "Lemma from_laws `{laws} : forall x : X, x = x.\nAdmitted.\n"
+)
+
+
+async def test_a_term_over_a_class_instance_is_applied_to_the_names_it_binds(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "Instance.v"
+    (hole,) = scan_coq_text(path, INSTANCE)
+    prover = CoqProver(cwd=str(tmp_path))
+    codes = prover._prefix_codes(INSTANCE, hole.prefix_end)
+    try:
+        async with prover.session_at(hole.goal, codes) as side:
+            built = await side.run_script(
+                ["destruct H.", "intros x.", "reflexivity."], side.root, timeout=10
+            )
+            assert built.status is TacticStatus.COMPLETE, built.message
+            terms = await printed_terms(side)
+        assert [leading_binders(t) for t in terms] == [["l", "X", "H"]] * len(terms)
+        scripts = term_scripts(terms)
+        outcomes = []
+        async with prover.session_at(hole.goal, codes) as session:
+            for script in scripts:
+                tried = await session.run_script([script], session.root, timeout=10)
+                outcomes.append((script, tried.status))
+        proved = [s for s, status in outcomes if status is TacticStatus.COMPLETE]
+        assert proved, outcomes
+        # neither exact nor apply of the bare term reads back: only the applied one does
+        assert all(s.endswith(") l X H).") for s in proved), proved
+    finally:
+        await prover.aclose()
+
+
+def test_the_names_a_term_binds_first() -> None:
+    assert leading_binders("(fun (l : level) (X : ops) (H : laws l X) => (fun x => x))") == [
+        "l",
+        "X",
+        "H",
+    ]
+    assert leading_binders("fun x y (H : @eq nat x y) => eq_sym H") == ["x", "y", "H"]
+    # no name to pass back: an anonymous binder, a pattern, or no fun at all
+    assert leading_binders("fun _ (x : nat) => x") == []
+    assert leading_binders("fun '(a, b) => a") == []
+    assert leading_binders("eq_refl") == []
+    scripts = term_scripts(["fun x y => eq_refl"])
+    assert scripts == [
+        "exact ((fun x y => eq_refl) x y).",
+        "exact ((fun x y => eq_refl) x).",
+        "exact (fun x y => eq_refl).",
+        "apply (fun x y => eq_refl).",
+    ]
 
 
 def test_a_long_sentence_is_laid_out_in_lines_at_its_spaces() -> None:

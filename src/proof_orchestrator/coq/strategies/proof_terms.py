@@ -13,7 +13,13 @@ that the goal's own session checks, as it checks every candidate:
 * ``exact (t).``, for a statement with no binder before its colon;
 * ``apply (t).``: a statement ``Lemma L x y : P`` starts its proof with ``x``
   and ``y`` already in the context, while ``Show Proof`` prints the whole
-  ``fun x y => ...``; ``apply`` instantiates them from the goal.
+  ``fun x y => ...``; ``apply`` instantiates them from the goal;
+* ``exact ((t) x y).``: the same term applied to the names its first ``fun``
+  binds, for binders ``apply`` cannot infer from the goal (a class instance
+  such as ``H : laws l X`` from `` `{laws} ``, whose ``l`` appears nowhere
+  else). A prefix of those names is tried when the printer merged binders of
+  the statement's own ``forall`` into that ``fun``. These go first: where the
+  names are not in the context they fail before anything is elaborated.
 
 A term that names what only the side session loads (CoqHammer's ``Reflect``
 lemmas, the micromega certificates of a ``lia`` inside ``sauto`` where the
@@ -24,12 +30,13 @@ its tactic stand-ins and writes a term only when none rebuilds the proof.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from ...errors import ProverError
 from ..session import CoqSession
 
-__all__ = ["MAX_TERM_CHARS", "PRINTING", "printed_terms", "term_scripts"]
+__all__ = ["MAX_TERM_CHARS", "PRINTING", "leading_binders", "printed_terms", "term_scripts"]
 
 #: a printed term longer than this is not offered as a proof (too long to read or keep)
 MAX_TERM_CHARS = 60_000
@@ -58,13 +65,66 @@ async def printed_terms(session: CoqSession) -> list[str]:
     return terms
 
 
-def term_scripts(terms: Sequence[str], max_chars: int | None = None) -> list[str]:
-    """``exact (t).`` and ``apply (t).`` for each printed term ``t`` up to ``max_chars``
-    characters (default :data:`MAX_TERM_CHARS`)."""
-    limit = MAX_TERM_CHARS if max_chars is None else max_chars
-    scripts: list[str] = []
-    for term in terms:
-        if len(term) > limit:
+#: a Coq identifier as ``Show Proof`` prints a binder
+_NAME = re.compile(r"[A-Za-z_][\w']*")
+#: the most prefixes of a term's leading binders tried as its arguments
+MAX_APPLIED = 3
+
+
+def leading_binders(term: str) -> list[str]:
+    """The names the outermost ``fun`` of ``term`` binds, in order (``fun (l : level)
+    (X : ops) H =>`` gives ``l, X, H``); empty when ``term`` is not a ``fun`` or a
+    binder is anonymous or a pattern (no name to pass back)."""
+    rest = term.lstrip("( ")
+    if not rest.startswith("fun "):
+        return []
+    rest = rest[len("fun ") :]
+    names: list[str] = []
+    depth, i = 0, 0
+    group: list[str] = []  # the words of a parenthesized binder group before its ':'
+    typing = False
+    while i < len(rest):
+        char = rest[i]
+        if depth == 0 and rest.startswith("=>", i):
+            return names
+        if char == "(":
+            depth += 1
+            if depth == 1:
+                group, typing = [], False
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return []
+        elif depth == 1 and char == ":" and not typing:
+            typing = True
+            names += group
+        elif depth <= 1 and not typing and (found := _NAME.match(rest, i)):
+            word = found.group()
+            if word == "_" or word.startswith("'"):
+                return []
+            (group if depth == 1 else names).append(word)
+            i = found.end()
             continue
-        scripts += [f"exact ({term}).", f"apply ({term})."]
-    return scripts
+        elif depth == 0 and not char.isspace():
+            return []  # a pattern or a type on the binder: not a plain list of names
+        i += 1
+    return []
+
+
+def term_scripts(terms: Sequence[str], max_chars: int | None = None) -> list[str]:
+    """``exact ((t) x y).`` (the names ``t``'s first ``fun`` binds, see
+    :func:`leading_binders`), then ``exact (t).`` and ``apply (t).``, for each printed
+    term ``t`` up to ``max_chars`` characters (default :data:`MAX_TERM_CHARS`)."""
+    limit = MAX_TERM_CHARS if max_chars is None else max_chars
+    kept = [term for term in terms if len(term) <= limit]
+    # applied first: where the names are not in the context (the statement's own
+    # binders) it fails before elaborating anything, and where they are, elaborating
+    # the bare term first only to fail would cost the check's time. The fully explicit
+    # printing first: elaborated against names, the one with notations can run out
+    # of memory where the explicit one checks at once
+    scripts: list[str] = []
+    for term in reversed(kept):
+        names = leading_binders(term)
+        for count in range(len(names), max(0, len(names) - MAX_APPLIED), -1):
+            scripts.append(f"exact (({term}) {' '.join(names[:count])}).")
+    return scripts + [f"{tactic} ({term})." for term in kept for tactic in ("exact", "apply")]
