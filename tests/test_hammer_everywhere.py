@@ -98,8 +98,9 @@ async def test_a_proof_no_stand_in_rebuilds_is_written_as_hammers_proof_term(
     tmp_path: Path, ledger: Ledger
 ) -> None:
     """``sauto``'s proof (a case split, then a witness) is a term of the standard library
-    alone: printed in hammer's side session, it is ``exact`` where the statement has no
-    binder before its colon and ``apply`` where it has; the file compiles without
+    alone: printed in hammer's side session, it is ``exact (t)`` where the statement has
+    no binder before its colon and ``exact ((t) n)``, applied to the name of the binder
+    in the context, where it has one; the file compiles without
     CoqHammer, and the long term is laid out over lines of at most 100 characters."""
     path = tmp_path / "Terms.v"
     path.write_text(TERMS_BOTH_WAYS, encoding="utf-8")
@@ -108,7 +109,8 @@ async def test_a_proof_no_stand_in_rebuilds_is_written_as_hammers_proof_term(
     assert plain.outcome is Outcome.PROVED, plain.message
     assert binder.outcome is Outcome.PROVED, binder.message
     assert plain.sentences[0].startswith("exact (")
-    assert binder.sentences[0].startswith("apply (")
+    assert binder.sentences[0].startswith("exact (("), binder.sentences
+    assert " ".join(binder.sentences).endswith(") n).")
     written = path.read_text(encoding="utf-8")
     assert "Admitted." not in written
     assert "Hammer" not in written

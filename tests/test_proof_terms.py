@@ -88,6 +88,7 @@ def test_the_names_a_term_binds_first() -> None:
         "H",
     ]
     assert leading_binders("fun x y (H : @eq nat x y) => eq_sym H") == ["x", "y", "H"]
+    assert leading_binders("(fun n m : nat => ((fun H : n = m => H)))") == ["n", "m"]
     # no name to pass back: an anonymous binder, a pattern, or no fun at all
     assert leading_binders("fun _ (x : nat) => x") == []
     assert leading_binders("fun '(a, b) => a") == []

@@ -95,6 +95,8 @@ def leading_binders(term: str) -> list[str]:
             depth -= 1
             if depth < 0:
                 return []
+        elif depth == 0 and char == ":":
+            return names  # ``fun a b : T =>``: one type for the names before it
         elif depth == 1 and char == ":" and not typing:
             typing = True
             names += group
