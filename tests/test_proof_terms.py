@@ -12,24 +12,32 @@ from proof_orchestrator.coq.strategies.proof_terms import (
     printed_terms,
     term_scripts,
 )
+from proof_orchestrator.goals import Goal
 from proof_orchestrator.provers.base import TacticStatus
 
 #: a goal whose proof term nests 60 deep: coqtop's default printing elides it as ``(...)``
 DEEP = "Lemma deep : 0 <= 60.\nAdmitted.\n"
 
 
+async def _terms_built(
+    tmp_path: Path, text: str, script: list[str]
+) -> tuple[CoqProver, Goal, list[str], list[str]]:
+    """The prover, the goal and prefix of ``text``'s one hole, and the terms ``script``
+    builds there (printed as hammer's side session prints them)."""
+    (hole,) = scan_coq_text(tmp_path / "Terms.v", text)
+    prover = CoqProver(cwd=str(tmp_path))
+    codes = prover._prefix_codes(text, hole.prefix_end)
+    async with prover.session_at(hole.goal, codes) as side:
+        built = await side.run_script(script, side.root, timeout=10)
+        assert built.status is TacticStatus.COMPLETE, built.message
+        return prover, hole.goal, codes, await printed_terms(side)
+
+
 async def test_a_deep_proof_term_is_printed_whole_and_reads_back_in_another_session(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "Deep.v"
-    (hole,) = scan_coq_text(path, DEEP)
-    prover = CoqProver(cwd=str(tmp_path))
-    codes = prover._prefix_codes(DEEP, hole.prefix_end)
+    prover, goal, codes, terms = await _terms_built(tmp_path, DEEP, ["repeat constructor."])
     try:
-        async with prover.session_at(hole.goal, codes) as side:
-            built = await side.run_tactic("repeat constructor.", side.root, timeout=10)
-            assert built.status is TacticStatus.COMPLETE
-            terms = await printed_terms(side)
         assert terms
         assert all("..." not in t for t in terms), terms
         assert all("\n" not in t for t in terms), terms
@@ -37,7 +45,7 @@ async def test_a_deep_proof_term_is_printed_whole_and_reads_back_in_another_sess
         scripts = term_scripts(terms)
         assert scripts[0] == f"exact ({terms[0]})."
         assert term_scripts(terms, max_chars=10) == []
-        async with prover.session_at(hole.goal, codes) as session:
+        async with prover.session_at(goal, codes) as session:
             read_back = await session.run_script([scripts[0]], session.root, timeout=10)
             assert read_back.status is TacticStatus.COMPLETE, read_back.message
     finally:
@@ -55,24 +63,16 @@ INSTANCE = (
 async def test_a_term_over_a_class_instance_is_applied_to_the_names_it_binds(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "Instance.v"
-    (hole,) = scan_coq_text(path, INSTANCE)
-    prover = CoqProver(cwd=str(tmp_path))
-    codes = prover._prefix_codes(INSTANCE, hole.prefix_end)
+    script = ["destruct H.", "intros x.", "reflexivity."]
+    prover, goal, codes, terms = await _terms_built(tmp_path, INSTANCE, script)
     try:
-        async with prover.session_at(hole.goal, codes) as side:
-            built = await side.run_script(
-                ["destruct H.", "intros x.", "reflexivity."], side.root, timeout=10
-            )
-            assert built.status is TacticStatus.COMPLETE, built.message
-            terms = await printed_terms(side)
         assert [leading_binders(t) for t in terms] == [["l", "X", "H"]] * len(terms)
         scripts = term_scripts(terms)
         outcomes = []
-        async with prover.session_at(hole.goal, codes) as session:
-            for script in scripts:
-                tried = await session.run_script([script], session.root, timeout=10)
-                outcomes.append((script, tried.status))
+        async with prover.session_at(goal, codes) as session:
+            for each in scripts:
+                tried = await session.run_script([each], session.root, timeout=10)
+                outcomes.append((each, tried.status))
         proved = [s for s, status in outcomes if status is TacticStatus.COMPLETE]
         assert proved, outcomes
         # neither exact nor apply of the bare term reads back: only the applied one does
