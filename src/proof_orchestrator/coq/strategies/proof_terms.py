@@ -102,8 +102,8 @@ def leading_binders(term: str) -> list[str]:
             names += group
         elif depth <= 1 and not typing and (found := _NAME.match(rest, i)):
             word = found.group()
-            if word == "_" or word.startswith("'"):
-                return []
+            if word == "_":
+                return []  # anonymous: no name to pass back
             (group if depth == 1 else names).append(word)
             i = found.end()
             continue
