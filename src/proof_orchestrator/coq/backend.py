@@ -24,6 +24,7 @@ from .project import (
 )
 from .script import check_script
 from .session import CoqProver
+from .strategies.analogy import AnalogyStrategy
 from .strategies.hammer import TACTICS_IMPORT, HammerStrategy, SautoStrategy, hammer_environment
 from .strategies.knn import FileModels
 from .strategies.micro import LIA_IMPORT, CachedStrategy, InductionStrategy, MicroStrategy
@@ -173,6 +174,7 @@ class CoqBackend:
             MicroStrategy(allow_lia_import="lia" in inputs.allowed_imports),
             InductionStrategy(),
             CachedStrategy(inputs.popular, inputs.proved),
+            AnalogyStrategy(),
         ]
         if inputs.profile >= 1:
             lineup += [

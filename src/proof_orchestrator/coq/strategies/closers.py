@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...errors import SourceSyntaxError
-from ..project import coq_library_roots, flag_roots, under_prefix
+from ..learning import module_source
 from ..script import passes_gate
 from ..session import CoqSession
 from ..syntax import split_sentences
@@ -81,23 +81,6 @@ def _source_proofs(source: Path) -> Counter[str]:
         return one_sentence_proofs([s.code for s in split_sentences(text)])
     except (OSError, UnicodeDecodeError, SourceSyntaxError):
         return Counter()
-
-
-def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = None) -> Path | None:
-    """The source of the loaded module ``module`` (``stdpp.sets``), or None.
-
-    Looked up under the project's ``-Q``/``-R`` pairs and ``cwd``
-    (:func:`~..project.flag_roots`), then Coq's own load path
-    (:func:`~..project.coq_library_roots`).
-    """
-    parts = module.split(".")
-    for folder, prefix in [*flag_roots(flags, cwd or Path.cwd()), *coq_library_roots()]:
-        rest = under_prefix(prefix, parts)
-        if rest:
-            source = folder.joinpath(*rest).with_suffix(".v")
-            if source.is_file():
-                return source
-    return None
 
 
 def loaded_library_modules(print_libraries: str) -> list[str]:

@@ -1,0 +1,123 @@
+"""Finished proofs as examples to learn from, and the nearest ones to a goal.
+
+A :class:`ProofExample` is one finished proof: the declared name, the
+statement as written, the proof's sentences, and where it comes from (the
+file's own text above the hole, a project file the file imports, or a library
+module its session loads). What a goal may see is decided by the backend
+(``coq/learning.py``); this module only stores and ranks.
+
+:class:`Corpus` ranks examples by the cosine similarity of the k-NN model's
+hashed statement features (:func:`~proof_orchestrator.search.features.features`),
+through an inverted index: a query touches only the examples that share a
+feature with it, so a corpus of the stdlib and mathcomp (tens of thousands of
+proofs) answers in milliseconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from ..search.features import COQ, GoalSyntax, features
+
+__all__ = ["Corpus", "ProofExample", "statement_features"]
+
+#: the keyword and name that open a declaration (``Lemma foo``): not part of what it states
+_HEADER = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)?(?:[A-Z][a-z]+\s+)*?[A-Z][a-z]+\s+[\w'.]+\s*")
+#: a run of symbols: a notation's pieces (``:&:``, ``++``, ``\in``) say much about a statement
+_SYMBOLS = re.compile(r"\\\w+|[^\w\s()\[\]{},.;'\"\\]+")
+
+
+def statement_features(statement: str, syntax: GoalSyntax = COQ) -> dict[int, float]:
+    """The k-NN features of what a declaration states, with its notations' symbols.
+
+    The declaration's keyword and name are left out, and every run of symbols
+    (``:|:``, ``++``, ``\\subset``) counts as a word: two statements about
+    ``:&:`` and ``:|:`` differ there, where identifiers alone would not see it.
+    """
+    body = _HEADER.sub("", statement, count=1)
+    found = dict(features(body, syntax))
+    symbols = [s for s in _SYMBOLS.findall(body) if s not in (":", "=>")]
+    if symbols:
+        scale = 1.0 / math.sqrt(len(symbols))
+        for symbol in symbols:
+            key = zlib.crc32(("sym:" + symbol).encode()) & 0xFFFFF
+            found[key] = found.get(key, 0.0) + scale
+    norm = math.sqrt(sum(v * v for v in found.values())) or 1.0
+    return {k: v / norm for k, v in found.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class ProofExample:
+    """One finished proof that a goal may learn from."""
+
+    name: str
+    #: the statement as written (the declaration's sentence, without its keyword's modifiers)
+    statement: str
+    #: the proof's sentences, ``Proof.`` and the closing ``Qed.`` left out
+    script: tuple[str, ...]
+    #: where it was read: a module's logical name, or "" for the goal's own file
+    origin: str = ""
+
+    @property
+    def is_one_sentence(self) -> bool:
+        return len(self.script) == 1
+
+
+class Corpus:
+    """Examples, ranked against a goal by statement similarity."""
+
+    def __init__(self, examples: Iterable[ProofExample] = (), syntax: GoalSyntax = COQ) -> None:
+        self.syntax = syntax
+        self.examples: list[ProofExample] = []
+        self._postings: defaultdict[int, list[tuple[int, float]]] = defaultdict(list)
+        self.extend(examples)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def extend(self, examples: Iterable[ProofExample]) -> None:
+        for example in examples:
+            index = len(self.examples)
+            self.examples.append(example)
+            for key, weight in statement_features(example.statement, self.syntax).items():
+                self._postings[key].append((index, weight))
+
+    def nearest(
+        self,
+        statement: str,
+        k: int = 8,
+        *,
+        exclude: Sequence[str] = (),
+        max_sentences: int | None = None,
+    ) -> list[tuple[float, ProofExample]]:
+        """The ``k`` examples whose statements are most like ``statement``, best first.
+
+        ``exclude`` names examples never returned (the goal's own name: a
+        library copy may declare it too); ``max_sentences`` keeps short proofs only.
+        """
+        scores: defaultdict[int, float] = defaultdict(float)
+        for key, weight in statement_features(statement, self.syntax).items():
+            for index, other in self._postings.get(key, ()):
+                scores[index] += weight * other
+        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        found: list[tuple[float, ProofExample]] = []
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for index, score in ranked:
+            example = self.examples[index]
+            if example.name in exclude or score <= 0:
+                continue
+            if max_sentences is not None and len(example.script) > max_sentences:
+                continue
+            same = (example.statement, example.script)
+            if same in seen:
+                continue
+            seen.add(same)
+            found.append((score, example))
+            if len(found) >= k:
+                break
+        return found
