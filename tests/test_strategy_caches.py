@@ -11,6 +11,7 @@ import pytest
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from proof_orchestrator.coq.holes import CoqHole, qed_proofs
+from proof_orchestrator.coq.learning import module_source
 from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.knn import FileModels
 from proof_orchestrator.coq.strategies.retrieval import (
@@ -32,7 +33,10 @@ Lemma third_lemma : forall n : nat, 0 + n = n.
 Proof. intros n. reflexivity. Qed.
 """
 
-MODULES = ("Coq.Init.Logic", "Coq.Init.Peano", "Coq.Arith.PeanoNat", "Coq.Lists.List")
+MODULES = tuple(
+    (m, module_source(m))
+    for m in ("Coq.Init.Logic", "Coq.Init.Peano", "Coq.Arith.PeanoNat", "Coq.Lists.List")
+)
 
 
 def _holes(path: Path) -> dict[str, CoqHole]:
@@ -132,10 +136,9 @@ def test_library_premises_are_kept_on_disk_until_the_source_changes(
     theories.mkdir()
     source = theories / "Mine.v"
     source.write_text("Lemma kept_one : True.\nProof. exact I. Qed.\n", encoding="utf-8")
-    monkeypatch.setattr(retrieval, "THEORIES", theories)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     retrieval._module_premises.cache_clear()
-    first = retrieval._module_premises("Coq.Mine")
+    first = retrieval._module_premises("Coq.Mine", source)
     assert [p.name for p in first] == ["kept_one"]
     written = list((tmp_path / "cache" / "orch" / "premises").glob("*.json"))
     assert len(written) == 1
@@ -143,7 +146,7 @@ def test_library_premises_are_kept_on_disk_until_the_source_changes(
     # read back from the cache, not the source: an edit to the cache file shows through
     written[0].write_text('[["from_cache", "True", "Coq.Mine", ""]]', encoding="utf-8")
     retrieval._module_premises.cache_clear()
-    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["from_cache"]
+    assert [p.name for p in retrieval._module_premises("Coq.Mine", source)] == ["from_cache"]
 
     # a changed source (another size and time) is read again
     source.write_text(
@@ -152,13 +155,19 @@ def test_library_premises_are_kept_on_disk_until_the_source_changes(
         encoding="utf-8",
     )
     retrieval._module_premises.cache_clear()
-    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["kept_one", "kept_two"]
+    assert [p.name for p in retrieval._module_premises("Coq.Mine", source)] == [
+        "kept_one",
+        "kept_two",
+    ]
 
     # an unreadable cache entry is ignored, never an error
     for entry in (tmp_path / "cache" / "orch" / "premises").glob("*.json"):
         entry.write_text("not json", encoding="utf-8")
     retrieval._module_premises.cache_clear()
-    assert [p.name for p in retrieval._module_premises("Coq.Mine")] == ["kept_one", "kept_two"]
+    assert [p.name for p in retrieval._module_premises("Coq.Mine", source)] == [
+        "kept_one",
+        "kept_two",
+    ]
     retrieval._module_premises.cache_clear()
 
 

@@ -28,6 +28,7 @@ from .strategies.analogy import AnalogyStrategy
 from .strategies.hammer import TACTICS_IMPORT, HammerStrategy, SautoStrategy, hammer_environment
 from .strategies.knn import FileModels
 from .strategies.micro import LIA_IMPORT, CachedStrategy, InductionStrategy, MicroStrategy
+from .strategies.rewriting import RewriteStrategy
 from .strategies.search import SearchStrategy
 from .syntax import sentence_keyword, split_sentences
 from .verify import CoqVerifier
@@ -175,6 +176,7 @@ class CoqBackend:
             InductionStrategy(),
             CachedStrategy(inputs.popular, inputs.proved),
             AnalogyStrategy(),
+            RewriteStrategy(),
         ]
         if inputs.profile >= 1:
             lineup += [

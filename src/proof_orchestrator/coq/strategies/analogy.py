@@ -271,7 +271,9 @@ class AnalogyStrategy:
         multiples: list[tuple[str, ...]] = []
         for _, example in near:
             for text in await adapted_scripts(session, goal_plain, goal.statement, example):
-                if len(example.script) == 1:
+                if example.is_one_sentence and text == example.script[0]:
+                    continue  # as written, it is ``cached``'s to try
+                if example.is_one_sentence:
                     singles.append(text)
                 else:
                     multiples.append(_sentences(text, len(example.script)))

@@ -28,10 +28,14 @@ from ...errors import ProverError, SourceSyntaxError
 from ...goals import Goal, HoleKind
 from ...provers.base import TacticStatus
 from ...search.features import TacticModel, features, similarity
+from ..learning import LEARNING
 from ..session import CoqSession, PrefixError
 from ..syntax import one_sentence
 
 __all__ = ["FileModels", "TacticModel", "features", "proofs_in_prefix", "similarity"]
+
+#: the nearest proofs of the loaded modules whose first step joins a goal's model
+VISIBLE_PAIRS = 200
 
 _LEMMA = re.compile(
     r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
@@ -117,6 +121,14 @@ class FileModels:
         model = TacticModel(list(self._seed))
         for proof in proofs:
             model.pairs += mined.get(proof.name, ())
+        # the nearest proofs of the modules the session loads (the project files the file
+        # imports, the libraries): their statement stands for the first state
+        visible = await LEARNING.visible(session)
+        goal = session.goal
+        for _, example in visible.library.nearest(
+            goal.statement, VISIBLE_PAIRS, exclude=(goal.name,)
+        ):
+            model.pairs.append((features(example.statement), example.script[0]))
         if session.goal.old_script:
             # a broken proof: its old steps, as far as they still run, are the nearest
             # evidence there is for the states the repair goes through

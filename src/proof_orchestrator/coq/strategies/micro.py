@@ -31,6 +31,7 @@ from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
 from ...strategies.base import StrategyResult
+from ..learning import LEARNING
 from ..script import passes_gate
 from ..session import NO_MICROMEGA_CACHE, CoqSession
 from ..syntax import one_sentence
@@ -332,13 +333,19 @@ class InductionStrategy(_QuickTactics):
         return list(dict.fromkeys(scripts))
 
 
+#: the one-sentence proofs of the nearest visible statements that ``cached`` tries first
+NEAREST_VISIBLE = 8
+
+
 class CachedStrategy(_QuickTactics):
     """Replay what proved the nearest goals before, then the ledger's most successful scripts.
 
-    ``proved`` holds (statement, script) pairs of verified proofs; the ones whose
-    statements are most similar to the goal's (cosine over the k-NN model's
-    hashed features) are tried first. The same fingerprint is replayed by the
-    worker before any strategy runs.
+    First the one-sentence proofs of the visible statements most like the goal
+    (:mod:`..learning`: the file's own above it, the project files it imports,
+    the libraries its session loads). Then ``proved``, (statement, script)
+    pairs of verified proofs; the ones whose statements are most similar to the
+    goal's (cosine over the k-NN model's hashed features) are tried first. The
+    same fingerprint is replayed by the worker before any strategy runs.
     """
 
     name = "cached"
@@ -350,8 +357,17 @@ class CachedStrategy(_QuickTactics):
         self._proved = list(proved)
 
     async def scripts(self, session: CoqSession) -> list[str]:
-        ordered = nearest_first(session.goal.statement, self._proved, self._scripts)
-        return [s for s in ordered if _is_one_sentence(s)]
+        goal = session.goal
+        visible = await LEARNING.visible(session)
+        near = visible.nearest(
+            goal.statement, NEAREST_VISIBLE, exclude=(goal.name,), max_sentences=1
+        )
+        ordered = nearest_first(goal.statement, self._proved, self._scripts)
+        return [
+            s
+            for s in dict.fromkeys([*(e.script[0] for _, e in near), *ordered])
+            if _is_one_sentence(s)
+        ]
 
 
 def _is_one_sentence(text: str) -> bool:

@@ -2,13 +2,14 @@
 
 Visible lemmas are (a) the file's own lemma-like declarations *before* the
 hole, read from the sentences the session loaded (so never the lemma under
-proof or anything after it), and (b) the lemmas of the library modules loaded
-at that point (``Print Libraries``), read from their sources under Coq's
-``theories`` folder. They are ranked against the goal with BM25 (rank-bm25)
-over identifier tokens (names are split at ``_`` and ``.``), and the best
-become templates: ``rewrite L``, ``rewrite <- L``, ``apply L``,
-``eauto using L1, L2, L3``, and ``hauto use: L1, L2, L3`` where CoqHammer's
-tactics are loaded.
+proof or anything after it), and (b) the lemmas of the modules loaded at that
+point (``Print Libraries``): the standard library's, the libraries' in
+``user-contrib`` and the project files the goal's file imports, read from
+their sources, found as Coq finds them (:func:`..learning.module_source`).
+They are ranked against the goal with BM25 (rank-bm25) over identifier tokens
+(names are split at ``_`` and ``.``), and the best become templates:
+``rewrite L``, ``rewrite <- L``, ``apply L``, ``eauto using L1, L2, L3``,
+and ``hauto use: L1, L2, L3`` where CoqHammer's tactics are loaded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from ...errors import SourceSyntaxError
 from ...search.premises import Premise, PremiseIndex, tokens
 from ..holes import LEMMA_KEYWORDS
+from ..learning import loaded_libraries, module_source
 from ..session import CoqSession
 from ..syntax import split_sentences
 from .micro import _QuickTactics
@@ -117,17 +119,16 @@ def _write_cached(path: Path, premises: Sequence[Premise]) -> None:
 
 
 @functools.cache
-def _module_premises(module: str) -> tuple[Premise, ...]:
-    """The premises a library module's source declares.
+def _module_premises(module: str, source: Path | None) -> tuple[Premise, ...]:
+    """The premises a loaded module's source declares.
 
     Parsing a module's source is most of the cost of a first premise index
     (about 200 modules once ``Lia`` is loaded), so what it gives is kept in
     ``~/.cache/orch/premises``, keyed by the source's path, size and
     modification time: a changed or reinstalled library is read again.
     """
-    if not module.startswith("Coq."):
+    if source is None:
         return ()
-    source = THEORIES.joinpath(*module.removeprefix("Coq.").split(".")).with_suffix(".v")
     cache = _cache_file(source)
     if cache is not None:
         cached = _read_cached(cache)
@@ -144,20 +145,23 @@ def _module_premises(module: str) -> tuple[Premise, ...]:
     return premises
 
 
-def library_premises(modules: Iterable[str]) -> list[Premise]:
-    return [p for module in modules for p in _module_premises(module)]
+def library_premises(modules: Iterable[tuple[str, Path | None]]) -> list[Premise]:
+    return [p for module, source in modules for p in _module_premises(module, source)]
 
 
 @functools.lru_cache(maxsize=16)
-def library_index(modules: tuple[str, ...]) -> PremiseIndex:
+def library_index(modules: tuple[tuple[str, Path | None], ...]) -> PremiseIndex:
     """The index of the lemmas of ``modules`` (built once per set of loaded modules)."""
     return PremiseIndex(library_premises(modules))
 
 
-async def loaded_modules(session: CoqSession) -> list[str]:
-    """The library modules loaded at the session's position."""
-    output = await session.query("Print Libraries.")
-    return re.findall(r"\b(Coq(?:\.[A-Za-z_][\w']*)+)", output)
+async def loaded_modules(session: CoqSession) -> list[tuple[str, Path | None]]:
+    """The modules loaded at the session's position, each with its source: the
+    standard library's, the libraries' in ``user-contrib`` and the project's own
+    (the files the goal's file imports), found as Coq finds them."""
+    prover = session.prover
+    cwd = Path(prover.cwd) if prover.cwd else None
+    return [(m, module_source(m, prover.flags, cwd)) for m in await loaded_libraries(session)]
 
 
 class PremiseIndexes:
