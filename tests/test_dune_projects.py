@@ -23,7 +23,8 @@ from proof_orchestrator.coq.project import project_for
 runner = CliRunner()
 
 DUNE = shutil.which("dune")
-NO_DUNE = "dune is not on PATH (scripts/install-provers.sh installs it): no dune build to compare"
+#: why a comparison with dune's own build or answer is skipped (what comes before it ran)
+NO_DUNE = "dune is not on PATH (scripts/install-provers.sh installs it): nothing of dune's to compare"
 
 #: a library file: a lemma proved by induction, given to ``auto`` as a hint
 DOUBLE = """Fixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k)) end.

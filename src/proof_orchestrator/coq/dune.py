@@ -354,7 +354,11 @@ def _ask_dune(root: Path, targets: Sequence[tuple[str, Path]]) -> dict[str, tupl
                 text=True,
                 timeout=_ASK_TIMEOUT,
                 check=False,
-                env={**os.environ, "DUNE_CACHE": "disabled", "INSIDE_DUNE": ""},
+                # dune's shared cache left alone; run from a dune rule, not as one
+                env={
+                    **{k: v for k, v in os.environ.items() if k != "INSIDE_DUNE"},
+                    "DUNE_CACHE": "disabled",
+                },
             )
         except (OSError, subprocess.SubprocessError):
             return {}
@@ -380,7 +384,7 @@ def _stamp(path: Path) -> int:
 def _asked(
     root: Path, targets: tuple[tuple[str, Path], ...], stamps: tuple[tuple[str, int], ...]
 ) -> dict[str, tuple[str, ...]]:
-    """:func:`_ask_dune`, once per state of the project's dune files and sources."""
+    """:func:`_ask_dune`, once per state of the project's dune files and set of sources."""
     del stamps  # only the cache's key
     return _ask_dune(root, targets)
 
@@ -397,8 +401,11 @@ def dune_theories(dune_project: Path, *, ask: bool = True) -> tuple[DuneTheory, 
     asked: dict[str, tuple[str, ...]] = {}
     if ask and version is not None:  # without it, dune would append one to dune-project
         targets = tuple((s.name, s.files[0]) for s in stanzas if s.files)
-        watched = [dune_project, *_dune_files(root), *(f for s in stanzas for f in s.files)]
-        asked = _asked(root, targets, tuple((str(p), _stamp(p)) for p in watched))
+        # what dune's answer depends on: its files and which sources there are (not
+        # what they say: a proof written into one does not change the flags)
+        stamps = [(str(p), _stamp(p)) for p in (dune_project, *_dune_files(root))]
+        stamps += [(str(f), 0) for t in stanzas for f in t.files]
+        asked = _asked(root, targets, tuple(stamps))
     declared = ".".join(map(str, version)) if version else "missing"
     return tuple(
         DuneTheory(
