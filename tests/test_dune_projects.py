@@ -24,7 +24,7 @@ runner = CliRunner()
 
 DUNE = shutil.which("dune")
 #: why a comparison with dune's own build or answer is skipped (what comes before it ran)
-NO_DUNE = "dune is not on PATH (scripts/install-provers.sh installs it): nothing of dune's to compare"
+NO_DUNE = "dune is not on PATH (scripts/install-provers.sh installs it): no dune result to compare"
 
 #: a library file: a lemma proved by induction, given to ``auto`` as a hint
 DOUBLE = """Fixpoint double (n : nat) : nat := match n with 0 => 0 | S k => S (S (double k)) end.
