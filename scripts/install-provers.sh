@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Make sure Coq 8.16, CoqHammer, E and CVC4 (the provers), Chromium (for the
+# Make sure Coq 8.16, CoqHammer, E and CVC4 (the provers), dune (the tests compare
+# orch's reading of dune projects with dune's own), Chromium (for the
 # dashboard's browser tests) and PostgreSQL (for the ledger's tests on a real
 # server) are installed as Debian packages. Installs what
 # is missing when we are root; otherwise says what to install.
@@ -11,11 +12,12 @@ command -v coqc >/dev/null 2>&1 || missing+=(coq)
 [ -d /usr/lib/ocaml/coq/user-contrib/Hammer ] || missing+=(libcoq-hammer)
 command -v eprover >/dev/null 2>&1 || missing+=(eprover)
 command -v cvc4 >/dev/null 2>&1 || missing+=(cvc4)
+command -v dune >/dev/null 2>&1 || missing+=(dune)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "provers: coq $(coqc --version | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -1), coq-hammer, eprover, cvc4, chromium, postgresql present"
+  echo "provers: coq $(coqc --version | sed -n 's/.*version \([^ ]*\).*/\1/p' | head -1), coq-hammer, eprover, cvc4, dune, chromium, postgresql present"
   exit 0
 fi
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.build import CoqBuilder, first_error
+from proof_orchestrator.coq.dune import NO_NATIVE
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.project import project_for
 from proof_orchestrator.coq.verify import CoqVerifier
@@ -228,7 +229,10 @@ def test_dune_theories_are_read_as_their_flags(tmp_path: Path) -> None:
     (theories / "sub" / "B.v").write_text("From Foo Require Import A.\nDefinition b := a.\n")
     project = project_for(theories / "A.v")
     assert project.kind == "dune"
-    assert project.flags == ("-Q", str(theories), "Foo", "-w", "-notation-overridden")
+    # dune 2.9.3 cannot read (lang dune 3.8): the rules of (using coq 0.8) stand in
+    standard = ("-q", "-w", "-notation-overridden", *NO_NATIVE)
+    assert project.flags == ("-R", str(theories), "Foo", *standard)
+    assert project.flags_for(theories / "A.v") == (*standard, "-R", str(theories), "Foo")
     assert project.files == (theories / "A.v", theories / "sub" / "B.v")
     model = CoqBuilder(project).model()
     assert [f.logical for f in model.files] == ["Foo.A", "Foo.sub.B"]

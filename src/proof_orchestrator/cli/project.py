@@ -9,6 +9,7 @@ not built) and its holes.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,6 +48,7 @@ def model_json(model: ProjectModel) -> dict[str, Any]:
         "kind": model.kind,
         "names": [{"logical": name, "folder": str(folder)} for name, folder in model.names],
         "build": model.build,
+        "flags": [{"for": label, "flags": list(flags)} for label, flags in model.flags],
         "files": [
             {
                 "path": _shown(f.path, model.root),
@@ -67,6 +69,8 @@ def print_model(model: ProjectModel, console: Console) -> None:
     for name, folder in model.names:
         console.print(f"  {name or '<empty prefix>'} -> {_shown(folder, model.root)}")
     console.print(f"  builds with: {model.build}")
+    for label, flags in model.flags:
+        console.print(f"  flags for {label}: {shlex.join(flags)}", markup=False)
     table = Table(title="files in dependency order", title_justify="left")
     for column in ("#", "file", "module", "state", "compiled file", "holes"):
         table.add_column(column, overflow="fold")

@@ -44,7 +44,7 @@ class CoqAgentSide:
         name = re.sub(r"\W", "_", name) or "helper"
         source = text[: hole.statement_start] + f"Lemma {name} : {statement}.\nProof.\n"
         helper = replace(hole.goal, name=name, statement=f"Lemma {name} : {statement}.")
-        async with tools.prover.session(helper, source, len(source)) as session:
+        async with tools.prover_for(hole.goal.file).session(helper, source, len(source)) as session:
             closed, assumptions = await session.qed_check(sentences, name, timeout=10.0)
             cpu = float(session.cpu_seconds())
         if not closed:

@@ -43,7 +43,8 @@ ALLOWED_IMPORTS = {
 
 
 class CoqTools:
-    """One prover and one verifier per Coq project (per set of flags)."""
+    """One builder and one verifier per Coq project; one prover per set of flags (a
+    ``_CoqProject`` has one, a dune project one per theory)."""
 
     language = "coq"
 
@@ -55,22 +56,14 @@ class CoqTools:
         )
         hammer_environment()  # the provers started here find CoqHammer's ATP helpers
         self.project = project
+        self._coq = coq
+        self._throttle = throttle
         #: builds what the files need into .orch/build (or runs the user's build command)
         self.builder = CoqBuilder(project, coqc=coq.coqc, command=settings.build_command)
-        # the project's load path, then its .orch/build mirror (which wins where both have a
-        # .vo); coqtop and coqc run in scratch folders, with the project's root in the load
-        # path as if they ran there
-        flags = (
-            *working_folder_flags(project.root, self.builder.flags, coq.coqc),
-            *self.builder.flags,
-        )
-        self.prover = CoqProver(
-            flags,
-            cwd=str(project.root),
-            workdir=ScratchFolder(project.root, "session"),
-            settings=coq,
-            throttle=throttle,
-        )
+        #: the provers, by their flags (made on first use)
+        self._provers: dict[tuple[str, ...], CoqProver] = {}
+        #: the prover with the project's flags (a dune project's: every theory's folder)
+        self.prover = self._prover(self.builder.flags)
         builder = self.builder
         self.verifier = CoqVerifier(
             builder.flags,
@@ -79,7 +72,30 @@ class CoqTools:
             coqtop=coq.coqtop,
             load_path_generation=lambda: builder.generation,
             trust_library_axioms=not settings.strict_axioms,
+            flags_for=builder.flags_for if project.theories else None,
         )
+
+    def _prover(self, flags: tuple[str, ...]) -> CoqProver:
+        """The prover whose sessions load ``flags``: the project's load path, then its
+        .orch/build mirror (which wins where both have a .vo). coqtop runs in a scratch
+        folder, with the project's root in the load path as if it ran there."""
+        prover = self._provers.get(flags)
+        if prover is None:
+            root = self.project.root
+            prover = self._provers[flags] = CoqProver(
+                (*working_folder_flags(root, flags, self._coq.coqc), *flags),
+                cwd=str(root),
+                workdir=ScratchFolder(root, "session"),
+                settings=self._coq,
+                throttle=self._throttle,
+            )
+        return prover
+
+    def prover_for(self, path: Path) -> CoqProver:
+        """The prover of ``path``'s sessions: with its dune theory's flags when it has one."""
+        if not self.project.theories:
+            return self.prover
+        return self._prover(self.builder.flags_for(path))
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.CoqHole):
@@ -90,8 +106,9 @@ class CoqTools:
     async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[Any]:
         async with contextlib.AsyncExitStack() as stack:
             async with self.builder.loading():  # no rebuild replaces the .vo files it loads
+                prover = self.prover_for(hole.goal.file)
                 session = await stack.enter_async_context(
-                    self.prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
+                    prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)
                 )
             yield session
 
@@ -123,7 +140,9 @@ class CoqTools:
             raise ScriptRejected(f"the script cannot be split into sentences: {exc}") from exc
 
     async def aclose(self) -> None:
-        await self.prover.aclose()
+        provers, self._provers = list(self._provers.values()), {}
+        for prover in provers:
+            await prover.aclose()
         await self.verifier.aclose()
 
 

@@ -27,7 +27,6 @@ import graphlib
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -50,58 +49,14 @@ from ..provers.build import (
     StepCallback,
 )
 from ..provers.process import resolve, run_command
+from .build_output import first_error, parse_coqdep
 from .project import CoqProject
 
 __all__ = ["CoqBuilder", "first_error", "parse_coqdep"]
 
-#: the header of one message of coqc: ``File "./theories/x.v", line 12, characters 0-5:``
-_HEADER = re.compile(r'^File "(?P<file>[^"]+)", line (?P<line>\d+), characters [^\n]*:\s*$', re.M)
 #: folders never searched for sources
 _SKIPPED = frozenset({"_build", "_opam", "node_modules"})
 _MANIFEST = "manifest.json"
-#: the longest error message kept (a type error can print pages)
-_MESSAGE_CAP = 400
-
-
-def first_error(output: str) -> tuple[str | None, int | None, str]:
-    """The first real error in ``coqc`` output: (its file, its line, its message on one line).
-
-    Warnings (``Warning: ...`` after a ``File`` header) are skipped, however
-    many. Without any ``Error`` the last non-blank line stands for the error.
-    """
-    headers = list(_HEADER.finditer(output))
-    for index, header in enumerate(headers):
-        end = headers[index + 1].start() if index + 1 < len(headers) else len(output)
-        body = output[header.end() : end].strip()
-        if body.startswith("Error"):
-            message = " ".join(body.removeprefix("Error:").split())
-            return header["file"], int(header["line"]), _cap(message)
-    found = re.search(r"^Error:?(.*)", output, re.M | re.S)
-    if found:
-        return None, None, _cap(" ".join(found.group(1).split()))
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    return None, None, _cap(lines[-1] if lines else "failed without a message")
-
-
-def _cap(message: str) -> str:
-    return message if len(message) <= _MESSAGE_CAP else message[: _MESSAGE_CAP - 1] + "…"
-
-
-def parse_coqdep(output: str) -> dict[Path, set[Path]]:
-    """``x.vo x.glob ...: x.v y.vo`` lines -> {x.v: {y.v}} (``.vio`` lines ignored)."""
-    graph: dict[Path, set[Path]] = {}
-    for line in output.splitlines():
-        targets, colon, sources = line.partition(": ")
-        if not colon or not targets.split() or not targets.split()[0].endswith(".vo"):
-            continue
-        words = sources.split()
-        if not words or not words[0].endswith(".v"):
-            continue
-        source = Path(words[0]).resolve()
-        graph.setdefault(source, set()).update(
-            Path(w).with_suffix(".v").resolve() for w in words[1:] if w.endswith(".vo")
-        )
-    return graph
 
 
 def _stamp(path: Path) -> str | None:
@@ -183,31 +138,34 @@ class CoqBuilder:
     def flags(self) -> tuple[str, ...]:
         """The project's flags, then each of its folders mapped again to its mirror (made
         now, so that ``coqc`` and ``coqtop`` find it)."""
+        return self._mirrored(self.project.flags)
+
+    def flags_for(self, source: Path) -> tuple[str, ...]:
+        """:attr:`flags` for one file: those of its dune theory when it has one."""
+        return self._mirrored(self.project.flags_for(source))
+
+    def _mirrored(self, flags: tuple[str, ...]) -> tuple[str, ...]:
         if self.command:
-            return self.project.flags
+            return flags
         extra: list[str] = []
-        for flag, folder, name in self.project.mappings():
+        for flag, folder, name in self.project.mappings(flags):
             mirrored = self.mirror(folder)
             if mirrored is not None:
                 make_state_dir(mirrored)
                 extra += [flag, str(mirrored), name]
-        return (*self.project.flags, *extra)
+        return (*flags, *extra)
 
-    def _path_flags(self) -> list[str]:
+    @staticmethod
+    def _path_flags(flags: Sequence[str]) -> tuple[str, ...]:
         """Only the ``-Q``/``-R``/``-I`` flags (what ``coqdep`` takes)."""
-        flags = self.project.flags
         kept: list[str] = []
         i = 0
         while i < len(flags):
-            if flags[i] in ("-Q", "-R") and i + 2 < len(flags):
-                kept += flags[i : i + 3]
-                i += 3
-            elif flags[i] == "-I" and i + 1 < len(flags):
-                kept += flags[i : i + 2]
-                i += 2
-            else:
-                i += 1
-        return kept
+            width = {"-Q": 3, "-R": 3, "-I": 2}.get(flags[i], 1)
+            if width > 1 and i + width <= len(flags):
+                kept += flags[i : i + width]
+            i += width
+        return tuple(kept)
 
     # -- the model ----------------------------------------------------------------------
 
@@ -225,8 +183,12 @@ class CoqBuilder:
                     found.add(path.resolve())
         return sorted(found)
 
-    def _coqdep_argv(self, sources: Sequence[Path]) -> list[str]:
-        return [self.coqdep, *self._path_flags(), *map(str, sources)]
+    def _coqdep_argvs(self, sources: Sequence[Path]) -> list[list[str]]:
+        """One ``coqdep`` per set of flags (a dune theory's files together, as dune runs it)."""
+        groups: dict[tuple[str, ...], list[Path]] = {}
+        for source in sources:
+            groups.setdefault(self._path_flags(self.project.flags_for(source)), []).append(source)
+        return [[self.coqdep, *flags, *map(str, group)] for flags, group in groups.items()]
 
     def _set_graph(self, sources: Sequence[Path], output: str) -> dict[Path, set[Path]]:
         listed = set(sources)
@@ -240,26 +202,33 @@ class CoqBuilder:
         sources = self.sources()
         if not sources:
             return {}
-        try:
-            run = subprocess.run(
-                [resolve(self.coqdep), *self._coqdep_argv(sources)[1:]],
-                cwd=self.root,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise ProverError(f"coqdep could not read the project at {self.root}: {exc}") from exc
-        return self._set_graph(sources, run.stdout)
+        output = ""
+        for argv in self._coqdep_argvs(sources):
+            try:
+                run = subprocess.run(
+                    [resolve(argv[0]), *argv[1:]],
+                    cwd=self.root,
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise ProverError(
+                    f"coqdep could not read the project at {self.root}: {exc}"
+                ) from exc
+            output += run.stdout + "\n"
+        return self._set_graph(sources, output)
 
     async def _read_graph_async(self) -> dict[Path, set[Path]]:
         sources = self.sources()
         if not sources:
             self._graph = {}
             return self._graph
-        run = await run_command(self._coqdep_argv(sources), cwd=str(self.root), timeout=600)
-        return self._set_graph(sources, run.output)
+        output = ""
+        for argv in self._coqdep_argvs(sources):
+            output += (await run_command(argv, cwd=str(self.root), timeout=600)).output + "\n"
+        return self._set_graph(sources, output)
 
     @staticmethod
     def _order(graph: dict[Path, set[Path]]) -> list[Path]:
@@ -365,7 +334,10 @@ class CoqBuilder:
         )
         names = tuple((name, folder) for _, folder, name in self.project.mappings())
         build = self.command or str(self.build_dir)
-        return ProjectModel(self.root, self.project.kind, names, files, build)
+        flags = tuple(
+            (f"theory {t.name} ({t.origin})", t.flags) for t in self.project.theories
+        ) or (("every file", self.project.flags),)
+        return ProjectModel(self.root, self.project.kind, names, files, build, flags)
 
     # -- building -----------------------------------------------------------------------
 
@@ -514,7 +486,7 @@ class CoqBuilder:
             run = await run_command(
                 [
                     self.coqc,
-                    *self.flags,
+                    *self.flags_for(source),
                     *("-Q", str(scratch), prefix),
                     *("-o", str(scratch / ours.name)),
                     str(compiled),

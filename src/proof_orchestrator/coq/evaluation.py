@@ -250,7 +250,7 @@ class FileEvaluation:
         #: (hole, original proof sentences) of every ``Qed`` proof, in file order
         self.proofs = qed_proofs(path, text)
         project = project_for(path)
-        self.prover = CoqProver(project.flags, cwd=str(project.root), settings=_SETTINGS)
+        self.prover = CoqProver(project.flags_for(path), cwd=str(project.root), settings=_SETTINGS)
         self.trust = TrustBase([proved.goal.qualified_name for proved, _ in self.proofs])
         #: where (``prefix_end``) the file stopped loading with CoqHammer in front
         self._late_from: int | None = None

@@ -3,9 +3,11 @@
 * ``_CoqProject``: ``-R dir Name``, ``-Q dir Name``, ``-I dir``, ``-arg "..."``
   and the ``.v`` files it lists (comments start with ``#``).
 * dune: a ``dune-project`` at the root and, in any folder below it, a ``dune``
-  file with a ``(coq.theory (name X) ...)`` stanza: that folder is mapped as
-  ``-Q folder X`` (its subfolders too with ``(include_subdirs qualified)``),
-  and the stanza's ``(flags ...)`` other than ``:standard`` are passed on.
+  file with a ``(coq.theory (name X) ...)`` stanza: each theory's files are
+  compiled with the flags dune gives them (:mod:`.dune`: the stanza's flags,
+  ``-Q`` for the theories it needs, ``-R folder X`` for its own folder), which
+  :meth:`CoqProject.flags_for` returns; :attr:`CoqProject.flags` maps every
+  theory's folder with ``-R``, for what is not about one file.
 
 The nearest ``_CoqProject`` wins over a ``dune-project`` in the same folder
 or above it (editors read ``_CoqProject``; a project with both keeps them in
@@ -19,11 +21,11 @@ import os
 import re
 import shlex
 import subprocess
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import sexpdata
+from .dune import DuneTheory, dune_theories
 
 __all__ = [
     "CoqProject",
@@ -35,16 +37,6 @@ __all__ = [
     "project_for",
     "working_folder_flags",
 ]
-
-#: what sexpdata raises on a malformed file (an unclosed string ends in AttributeError)
-_SEXP_ERRORS = (
-    sexpdata.ExpectClosingBracket,
-    sexpdata.ExpectNothing,
-    sexpdata.ExpectSExp,
-    AttributeError,
-)
-#: folders never searched for a dune project's sources
-_SKIPPED = frozenset({"_build", "_opam", "node_modules"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +53,8 @@ class CoqProject:
     files: tuple[Path, ...] = field(default=())
     #: the file that describes the project (``_CoqProject`` or ``dune-project``)
     coqproject: Path | None = None
+    #: a dune project's theories, each with the flags of its own files
+    theories: tuple[DuneTheory, ...] = ()
 
     @property
     def kind(self) -> str:
@@ -68,13 +62,27 @@ class CoqProject:
             return "none"
         return "dune" if self.coqproject.name == "dune-project" else self.coqproject.name
 
-    def mappings(self) -> list[tuple[str, Path, str]]:
-        """The ``(-Q or -R, folder, logical prefix)`` triples of :attr:`flags`."""
+    def mappings(self, flags: Sequence[str] | None = None) -> list[tuple[str, Path, str]]:
+        """The ``(-Q or -R, folder, logical prefix)`` triples of ``flags`` (:attr:`flags`)."""
+        flags = self.flags if flags is None else flags
         return [
-            (flag, Path(self.flags[i + 1]), self.flags[i + 2])
-            for i, flag in enumerate(self.flags[:-2])
+            (flag, Path(flags[i + 1]), flags[i + 2])
+            for i, flag in enumerate(flags[:-2])
             if flag in ("-Q", "-R")
         ]
+
+    def theory_of(self, path: Path) -> DuneTheory | None:
+        """The dune theory ``path`` is a file of (else the deepest whose folder holds it)."""
+        path = path.resolve()
+        held = [t for t in self.theories if t.holds(path)]
+        if not held:
+            held = [t for t in self.theories if path.is_relative_to(t.folder)]
+        return max(held, key=lambda t: len(t.folder.parts), default=None)
+
+    def flags_for(self, path: Path) -> tuple[str, ...]:
+        """The flags ``path`` is compiled with: its dune theory's, else :attr:`flags`."""
+        theory = self.theory_of(path)
+        return theory.flags if theory is not None else self.flags
 
 
 def working_folder_flags(root: Path, flags: Sequence[str], coqc: str = "coqc") -> tuple[str, ...]:
@@ -218,62 +226,24 @@ def load_coqproject(path: Path) -> CoqProject:
     return CoqProject(root=root, flags=tuple(flags), files=tuple(files), coqproject=path)
 
 
-def _atoms(form: list[object]) -> list[str]:
-    """The atoms of a form as strings (a symbol is a ``str`` already; lists are left out)."""
-    return [str(x) for x in form if not isinstance(x, list)]
-
-
-def _fields(stanza: list[object]) -> dict[str, list[object]]:
-    """``(coq.theory (name X) (flags a b))`` -> ``{"name": ["X"], "flags": ["a", "b"]}``."""
-    found: dict[str, list[object]] = {}
-    for item in stanza[1:]:
-        if isinstance(item, list) and item and isinstance(item[0], sexpdata.Symbol):
-            found[str(item[0])] = item[1:]
-    return found
-
-
-def _dune_files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("dune")):
-        parts = path.relative_to(root).parts[:-1]
-        if path.is_file() and not any(p.startswith(".") or p in _SKIPPED for p in parts):
-            yield path
-
-
-def load_dune_project(path: Path) -> CoqProject:
-    """The Coq theories of the dune project whose ``dune-project`` is ``path``."""
+def load_dune_project(path: Path, *, ask: bool = True) -> CoqProject:
+    """The Coq theories of the dune project whose ``dune-project`` is ``path``
+    (``ask``: dune itself, when it is on the ``PATH``; see :mod:`.dune`)."""
     root = path.parent.resolve()
+    theories = dune_theories(path, ask=ask)
     flags: list[str] = []
-    files: list[Path] = []
-    seen: list[list[str]] = []
-    for dune in _dune_files(root):
-        try:
-            forms = sexpdata.parse(dune.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, *_SEXP_ERRORS):
-            continue  # a dune file that cannot be read describes no theory we could use
-        stanzas = [f for f in forms if isinstance(f, list) and f]
-        heads = {str(f[0]): f for f in stanzas if isinstance(f[0], sexpdata.Symbol)}
-        theory = heads.get("coq.theory")
-        if theory is None:
-            continue
-        fields = _fields(theory)
-        name = _atoms(fields.get("name", []))
-        if not name:
-            continue
-        folder = dune.parent.resolve()
-        flags += ["-Q", str(folder), name[0]]
-        extra = [a for a in _atoms(fields.get("flags", [])) if a != ":standard"]
+    seen: list[tuple[str, ...]] = []
+    for theory in theories:
+        flags += ["-R", str(theory.folder), theory.name]
+        pairs = {i + k for i, w in enumerate(theory.flags) if w in ("-R", "-Q") for k in range(3)}
+        extra = tuple(w for i, w in enumerate(theory.flags) if i not in pairs)
         if extra and extra not in seen:  # one set of flags for the project: each once
             seen.append(extra)
             flags += extra
-        subdirs = heads.get("include_subdirs")
-        recursive = subdirs is not None and _atoms(subdirs[1:]) == ["qualified"]
-        found = folder.rglob("*.v") if recursive else folder.glob("*.v")
-        files += sorted(
-            p.resolve()
-            for p in found
-            if not any(q.startswith(".") or q in _SKIPPED for q in p.relative_to(folder).parts[:-1])
-        )
-    return CoqProject(root=root, flags=tuple(flags), files=tuple(files), coqproject=path)
+    files = tuple(f for t in theories for f in t.files)
+    return CoqProject(
+        root=root, flags=tuple(flags), files=files, coqproject=path, theories=theories
+    )
 
 
 def project_for(path: Path) -> CoqProject:

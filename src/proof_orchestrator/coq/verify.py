@@ -88,8 +88,12 @@ class CoqVerifier:
         compile_timeout: float = 900.0,
         load_path_generation: Callable[[], int] | None = None,
         trust_library_axioms: bool = True,
+        flags_for: Callable[[Path], Sequence[str]] | None = None,
     ) -> None:
         self.flags = tuple(flags)
+        #: the flags of one file, when they are not the same for every file (a dune
+        #: theory's); ``flags`` otherwise
+        self.flags_for = flags_for
         #: accept an axiom an installed library declares (:func:`~.audit.library_axiom`);
         #: off (``--strict-axioms``): only those the original file's proofs rest on
         self.trust_library_axioms = trust_library_axioms
@@ -117,7 +121,8 @@ class CoqVerifier:
         """The flags, with the folder coqc would have run in (the project's root, else
         ``path``'s folder) in the load path: the processes run in scratch folders."""
         root = Path(self.cwd) if self.cwd else path.parent
-        return (*working_folder_flags(root, self.flags, self.coqc), *self.flags)
+        flags = tuple(self.flags_for(path)) if self.flags_for is not None else self.flags
+        return (*working_folder_flags(root, flags, self.coqc), *flags)
 
     async def aclose(self) -> None:
         self._builds = {}

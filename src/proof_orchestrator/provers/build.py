@@ -73,6 +73,9 @@ class ProjectModel:
     files: tuple[ProjectFile, ...] = ()
     #: where the orchestrator builds (``<root>/.orch/build``), or the user's build command
     build: str = ""
+    #: the flags the files are compiled with: (what they are for, the flags), one
+    #: entry per set (a dune project: one per theory, with where they come from)
+    flags: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def file(self, path: Path) -> ProjectFile | None:
         resolved = path.resolve()
