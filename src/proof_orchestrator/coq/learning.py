@@ -4,8 +4,10 @@ A goal sees three kinds of finished proofs:
 
 * its own file's ``Qed``/``Defined`` proofs above it (the sentences its
   session loaded: never the hidden proof, never anything below);
-* the proofs of the project files its file imports, and
-* the proofs of the libraries its own session loads.
+* the proofs of the project files its file imports,
+* the proofs of the libraries its own session loads, and
+* the proofs found in this run for holes above it in its file or in the
+  files it imports (:data:`~proof_orchestrator.learn.FOUND`), at once.
 
 The last two are one thing to Coq: the modules ``Print Libraries`` lists in
 the goal's session at its root, before any strategy loads more (a side
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import OrchError, SourceSyntaxError
-from ..learn import Corpus, ProofCache, ProofExample, file_digest
+from ..learn import FOUND, Corpus, ProofCache, ProofExample, file_digest
 from .holes import iter_proofs
 from .project import coq_library_roots, flag_roots, under_prefix
 from .session import CoqSession
@@ -181,15 +183,23 @@ class Learning:
     async def visible(self, session: CoqSession) -> Visible:
         """What the goal of ``session`` may learn from (cached per loaded prefix)."""
         prover = session.prover
-        key = (prover.flags, prover.cwd, session.prefix)
+        key = (prover.flags, prover.cwd, session.prefix, FOUND.version)
         found = self._visible.get(key)
         if found is not None:
             self._visible.move_to_end(key)
             return found
         modules = tuple(await loaded_libraries(session))
+        cwd = Path(prover.cwd or ".")
         async with self._lock:
-            library = await self._library(modules, prover.flags, Path(prover.cwd or "."))
-        local = Corpus(prefix_examples(session.prefix[:-1]))
+            library = await self._library(modules, prover.flags, cwd)
+        goal = session.goal
+        imported = [s for m in modules if (s := module_source(m, prover.flags, cwd)) is not None]
+        local = Corpus(
+            [
+                *prefix_examples(session.prefix[:-1]),
+                *FOUND.visible(goal.file, goal.line, imported),
+            ]
+        )
         visible = Visible(library, local, modules)
         self._visible[key] = visible
         while len(self._visible) > self.size:

@@ -3,10 +3,20 @@
 The backend decides what is visible at a hole (the proofs above it, the
 project files its file imports, the libraries its session loads) and mines
 them; this room keeps the examples (:mod:`.examples`), ranks them against a
-goal, and caches what was mined across runs (:mod:`.cache`).
+goal, caches what was mined across runs (:mod:`.cache`), and holds the proofs a
+run finds so that the goals that see them learn from them at once (:mod:`.found`).
 """
 
 from .cache import ProofCache, default_cache_folder, file_digest
 from .examples import Corpus, ProofExample
+from .found import FOUND, FoundProofs
 
-__all__ = ["Corpus", "ProofCache", "ProofExample", "default_cache_folder", "file_digest"]
+__all__ = [
+    "FOUND",
+    "Corpus",
+    "FoundProofs",
+    "ProofCache",
+    "ProofExample",
+    "default_cache_folder",
+    "file_digest",
+]

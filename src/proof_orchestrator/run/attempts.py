@@ -59,6 +59,8 @@ class FileState:
     mentions: Mentions | None = None
     #: the holes found when the file was scanned (the verifier needs their names)
     holes: list[Any] | None = None
+    #: goals that failed, tried again when a proof is found above them
+    failed: list[GoalItem] = field(default_factory=list)
 
     def mentions_after(self, name: str, offset: int) -> int:
         """Whole-identifier mentions of ``name`` in ``text`` from ``offset`` on."""
@@ -81,6 +83,8 @@ class GoalItem:
     replayed: bool = False
     #: the strategies that ended in a prover error have had their one retry
     error_retried: bool = False
+    #: times the goal was tried again after a proof was found above it
+    retries_after_proofs: int = 0
 
 
 async def run_attempt(

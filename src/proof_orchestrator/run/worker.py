@@ -22,6 +22,7 @@ from ..errors import (
     SessionClosed,
 )
 from ..goals import Outcome
+from ..learn import FOUND, ProofExample
 from ..ledger import Ledger
 from ..scheduler.bandit import Bandit
 from ..scheduler.governor import CpuGovernor
@@ -54,6 +55,9 @@ __all__ = [
 #: the budget; after that it is parked, and later runs (or `orch bg` cycles) double
 #: again from the ledger's record, up to `budget_cap`
 MAX_REVISITS_PER_RUN = 1
+#: within one run, a goal that failed is tried again at most this often after a proof
+#: was found above it in its file
+MAX_RETRIES_AFTER_PROOFS = 1
 
 
 class GoalRun:
@@ -286,14 +290,39 @@ class GoalRun:
         if candidate is not None:
             candidate.outcome = Outcome.CANDIDATE
             state.candidates.append((item.hole, candidate, item.goal_id))
-        elif self.on_goal:
-            self.on_goal(item.report)
+            self.learn_from(item, candidate)
+        else:
+            if item.report.outcome in (Outcome.FAILED, Outcome.TIMEOUT):
+                state.failed.append(item)
+            if self.on_goal:
+                self.on_goal(item.report)
         self.live.done += 1
         state.pending -= 1
         if state.pending == 0:
             async with self.governor.slot():
                 with self.live.slot(state.path.name, str(state.path), "verify"):
                     await self.finish_file(state)
+
+    def learn_from(self, item: GoalItem, candidate: GoalReport) -> None:
+        """A candidate joins what the goals below it learn from, at once, and the goals
+        of its file that failed further down are tried again (they may use its lemma
+        and learn from its proof)."""
+        goal = item.hole.goal
+        FOUND.add(
+            goal.file, goal.line, ProofExample(goal.name, goal.statement, candidate.sentences)
+        )
+        state = item.file
+        again = [
+            f
+            for f in state.failed
+            if f.hole.goal.line > goal.line and f.retries_after_proofs < MAX_RETRIES_AFTER_PROOFS
+        ]
+        for failed in again:
+            state.failed.remove(failed)
+            failed.retries_after_proofs += 1
+            state.pending += 1
+            self.live.done -= 1
+            self.enqueue(failed)
 
     async def finish_file(self, state: FileState) -> None:
         try:

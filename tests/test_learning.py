@@ -1,0 +1,239 @@
+"""What a goal learns from (:mod:`proof_orchestrator.coq.learning`), and the strategies that
+use it (analogy, rewrite chains), with the real ``coqc`` and ``coqtop``."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.learning import Learning, loaded_libraries
+from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.strategies.analogy import (
+    AnalogyStrategy,
+    adapted_scripts,
+    name_morph,
+    rename,
+    token_map,
+)
+from proof_orchestrator.coq.strategies.lemma_search import plain_goal
+from proof_orchestrator.coq.strategies.rewriting import RewriteStrategy, rewrite_names
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.learn import Corpus, FoundProofs, ProofCache, ProofExample
+
+OPS = """\
+From Coq Require Import Bool.
+Definition op1 (a b : bool) := andb a b.
+Definition op2 (a b : bool) := orb a b.
+Lemma op1_def : forall a b, op1 a b = andb a b. Proof. reflexivity. Qed.
+Lemma op2_def : forall a b, op2 a b = orb a b. Proof. reflexivity. Qed.
+Lemma op1_comm : forall a b, op1 a b = op1 b a.
+Proof. intros a b; rewrite !op1_def; apply andb_comm. Qed.
+"""
+#: the library file whose copy, with a hole, is a project file: its proof must stay unseen
+HIDDEN = """\
+Lemma hidden_twice : forall n : nat, n + n = 2 * n.
+Proof. intros n; simpl; rewrite <- plus_n_O; reflexivity. Qed.
+"""
+
+
+def _compile(root: Path, name: str, text: str) -> None:
+    (root / "lib").mkdir(exist_ok=True)
+    (root / "lib" / f"{name}.v").write_text(text, encoding="utf-8")
+    subprocess.run(
+        ["coqc", "-Q", "lib", "Lib", f"lib/{name}.v"], cwd=root, check=True, capture_output=True
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    _compile(tmp_path, "Ops", OPS)
+    _compile(tmp_path, "Hidden", HIDDEN)
+    return tmp_path
+
+
+def _run(coroutine_factory, path: Path, name: str, root: Path):  # type: ignore[no-untyped-def]
+    text = path.read_text(encoding="utf-8")
+    hole = next(h for h in scan_coq_text(path, text) if h.goal.name == name)
+
+    async def go():  # type: ignore[no-untyped-def]
+        prover = CoqProver(flags=("-Q", str(root / "lib"), "Lib"), cwd=str(root))
+        try:
+            async with prover.session(
+                hole.goal, text, hole.prefix_end, hole.statement_start
+            ) as session:
+                return await coroutine_factory(session, hole.goal)
+        finally:
+            await prover.aclose()
+
+    return asyncio.run(go())
+
+
+def _goal_file(root: Path, text: str) -> Path:
+    path = root / "Goal.v"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_file_learns_from_what_it_imports_and_never_from_what_it_does_not_load(
+    project: Path,
+) -> None:
+    # a copy of Lib.Hidden with its lemma as a hole: the copy loads Lib.Ops only
+    path = _goal_file(
+        project,
+        "Require Import Lib.Ops.\n"
+        "Lemma twice_first : forall n : nat, n + 0 = n. Proof. auto. Qed.\n"
+        + HIDDEN.replace(
+            "Proof. intros n; simpl; rewrite <- plus_n_O; reflexivity. Qed.", "Proof.\nAdmitted."
+        ),
+    )
+    learning = Learning(ProofCache(project / "cache"))
+
+    async def visible(session, goal):  # type: ignore[no-untyped-def]
+        return await loaded_libraries(session), await learning.visible(session)
+
+    modules, seen = _run(visible, path, "hidden_twice", project)
+    assert "Lib.Ops" in modules
+    assert "Lib.Hidden" not in modules
+    names = {e.name for e in seen.library.examples}
+    assert {"op1_def", "op2_def", "op1_comm"} <= names  # the imported project file
+    assert "andb_comm" in names  # a library its session loads (Coq.Bool.Bool)
+    assert "hidden_twice" not in names  # the original of the copy is not loaded
+    assert [e.name for e in seen.local.examples] == ["twice_first"]  # its file, above it
+    near = seen.nearest("Lemma hidden_twice : forall n : nat, n + n = 2 * n.", 50)
+    assert near
+    assert all(e.name != "hidden_twice" for _, e in near)
+
+
+def test_mined_modules_are_cached_per_version_and_mined_again_when_changed(
+    project: Path,
+) -> None:
+    path = _goal_file(project, "Require Import Lib.Ops.\nLemma g : True.\nProof.\nAdmitted.\n")
+    cache = ProofCache(project / "cache")
+
+    def visible(learning: Learning):  # type: ignore[no-untyped-def]
+        async def inner(session, goal):  # type: ignore[no-untyped-def]
+            return await learning.visible(session)
+
+        return inner
+
+    first = Learning(cache)
+    _run(visible(first), path, "g", project)
+    assert first.stats.modules_mined > 10
+    assert first.stats.modules_cached == 0
+    warm = Learning(ProofCache(project / "cache"))
+    _run(visible(warm), path, "g", project)
+    assert warm.stats.modules_mined == 0
+    assert warm.stats.modules_cached == first.stats.modules_mined
+
+    # a changed library file (another source, another .vo) is mined again, alone
+    _compile(
+        project,
+        "Ops",
+        OPS + "Lemma op2_comm' : forall a b, op2 a b = op2 b a.\n"
+        "Proof. intros; apply orb_comm. Qed.\n",
+    )
+    again = Learning(ProofCache(project / "cache"))
+    seen = _run(visible(again), path, "g", project)
+    assert again.stats.modules_mined == 1
+    assert "op2_comm'" in {e.name for e in seen.library.examples}
+
+
+def test_an_analogy_carries_names_over_and_the_prover_checks_it(project: Path) -> None:
+    path = _goal_file(
+        project,
+        "From Coq Require Import Bool.\nRequire Import Lib.Ops.\n"
+        "Lemma op2_comm : forall a b, op2 a b = op2 b a.\nProof.\nAdmitted.\n"
+        "Lemma op2_wrong : forall a b, op2 a b = op1 b a.\nProof.\nAdmitted.\n",
+    )
+
+    async def adapted(session, goal):  # type: ignore[no-untyped-def]
+        plain = await plain_goal(session)
+        neighbour = ProofExample(
+            "op1_comm",
+            "Lemma op1_comm : forall a b, op1 a b = op1 b a.",
+            ("intros a b; rewrite !op1_def; apply andb_comm.",),
+            "Lib.Ops",
+        )
+        scripts = await adapted_scripts(session, plain.conclusion, goal.statement, neighbour)
+        return scripts, await AnalogyStrategy().prove(session, goal, Budget(10, 2, 1))
+
+    scripts, found = _run(adapted, path, "op2_comm", project)
+    # op1 -> op2 from the statements; andb -> orb from op1_def against op2_def
+    assert scripts[0] == "intros a b; rewrite !op2_def; apply orb_comm."
+    assert found.outcome is Outcome.CANDIDATE
+    assert found.sentences == ("intros a b; rewrite !op2_def; apply orb_comm.",)
+
+    # a false statement: the adapted candidates are tried and every one is refused
+    _, refused = _run(adapted, path, "op2_wrong", project)
+    assert refused.outcome is not Outcome.CANDIDATE
+    assert refused.tactics_tried > 0
+    assert refused.sentences == ()
+
+
+def test_a_rewrite_chain_with_the_imported_file_s_equations(project: Path) -> None:
+    path = _goal_file(
+        project,
+        "Require Import Lib.Ops.\nLemma op1_true : forall a, op1 a true = a.\nProof.\nAdmitted.\n",
+    )
+
+    async def chain(session, goal):  # type: ignore[no-untyped-def]
+        return await RewriteStrategy().prove(session, goal, Budget(20, 2, 1))
+
+    found = _run(chain, path, "op1_true", project)
+    assert found.outcome is Outcome.CANDIDATE
+    # op1_def or op1_comm: the equations of the file it imports
+    assert any("op1_def" in s or "op1_comm" in s for s in found.sentences), found.sentences
+
+
+def test_token_map_rename_and_name_morph() -> None:
+    mapping = token_map("forall T : ordType, commutative fsetU", "commutative fsetI")
+    assert mapping == {"fsetU": "fsetI"}
+    script = "by move=> s1 s2; apply/eq_fset=> x; rewrite !in_fsetU orbC."
+    assert rename(script, mapping) == script.replace("in_fsetU", "in_fsetI")
+    assert rename(script, {**mapping, "orb": "andb"}) == (
+        "by move=> s1 s2; apply/eq_fset=> x; rewrite !in_fsetI andbC."
+    )
+    # a bound name is renamed whole, never inside a longer name
+    assert (
+        rename("intros x; apply max_x.", {"x": "y"}, whole_only=["x"]) == "intros y; apply max_x."
+    )
+    assert name_morph("fsetUC", "fsetUA") == ("C", "A")
+    assert name_morph("fsetUC", "fsetUC") is None
+    assert rewrite_names("by rewrite !(tnth_meet, tnth_join) meetUl ih.", ["ih"]) == [
+        "tnth_meet",
+        "tnth_join",
+        "meetUl",
+    ]
+    assert rewrite_names("rewrite <- app_assoc, IHl in H; auto.") == ["app_assoc", "IHl"]
+
+
+def test_found_proofs_are_seen_below_them_and_in_importing_files(tmp_path: Path) -> None:
+    found = FoundProofs()
+    a, b = tmp_path / "A.v", tmp_path / "B.v"
+    example = ProofExample("x", "Lemma x : True.", ("exact I.",))
+    before = found.version
+    found.add(a, 10, example)
+    assert found.version == before + 1
+    assert found.visible(a, 11, []) == [example]
+    assert found.visible(a, 10, []) == []  # not at or above its own line
+    assert found.visible(b, 1, [a]) == [example]  # B imports A
+    assert found.visible(b, 1, []) == []  # B does not load A: never
+
+
+def test_the_corpus_ranks_notations_too() -> None:
+    corpus = Corpus(
+        [
+            ProofExample("fsetUC", "Lemma fsetUC s1 s2 : s1 :|: s2 = s2 :|: s1.", ("by [].",)),
+            ProofExample("fsetIC", "Lemma fsetIC s1 s2 : s1 :&: s2 = s2 :&: s1.", ("by [].",)),
+        ]
+    )
+    best = corpus.nearest("Lemma goal s1 s2 : s1 :&: s2 = s2 :&: s1.", 1)
+    assert [e.name for _, e in best] == ["fsetIC"]
+    assert (
+        corpus.nearest("Lemma goal : s1 :&: s2 = s2 :&: s1.", 2, exclude=["fsetIC"])[0][1].name
+        == "fsetUC"
+    )
