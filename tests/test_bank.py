@@ -72,7 +72,16 @@ async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> No
     assert easy
     assert all(row["solved"] for row in easy)
     assert sum(s["solved"] for s in result["per_strategy"].values()) == len(solved)
-    quick_and_strong = {"micro", "induction", "cached", "search", "sauto", "hammer"}
+    quick_and_strong = {
+        "micro",
+        "induction",
+        "cached",
+        "analogy",
+        "rewrite",
+        "search",
+        "sauto",
+        "hammer",
+    }
     assert set(result["per_strategy"]) <= quick_and_strong
     assert result["cpu_trace"]
     assert result["overhead"]["prover_cpu_seconds"] > 0

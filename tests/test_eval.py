@@ -59,7 +59,15 @@ async def test_every_goal_gets_every_arm_and_a_checked_verdict(tmp_path: Path) -
     assert portfolio["solved"] == 6
     assert result["arms"]["tactics"]["solved"] < 6
     # the portfolio is what orch fill runs: the default profile's strategies
-    assert set(portfolio["per_strategy"]) <= {"micro", "induction", "cached", "search", "hammer"}
+    assert set(portfolio["per_strategy"]) <= {
+        "micro",
+        "induction",
+        "cached",
+        "analogy",
+        "rewrite",
+        "search",
+        "hammer",
+    }
     assert result["training_cpu_seconds"] >= 0
     solved_cpu = sum(r["arms"]["portfolio"]["cpu_seconds"] for r in result["rows"])
     assert portfolio["cpu_seconds"] == pytest.approx(

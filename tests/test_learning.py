@@ -108,6 +108,32 @@ def test_a_file_learns_from_what_it_imports_and_never_from_what_it_does_not_load
     assert all(e.name != "hidden_twice" for _, e in near)
 
 
+def test_a_copy_never_learns_from_its_original_even_when_something_loads_it(
+    project: Path,
+) -> None:
+    # the copy is named as its original and something (here the copy itself) loads the
+    # original: its proofs are still never seen
+    (project / "copy").mkdir()
+    path = project / "copy" / "Hidden.v"
+    path.write_text(
+        "Require Import Lib.Ops Lib.Hidden.\n"
+        + HIDDEN.replace(
+            "Proof. intros n; simpl; rewrite <- plus_n_O; reflexivity. Qed.", "Proof.\nAdmitted."
+        ),
+        encoding="utf-8",
+    )
+    learning = Learning(ProofCache(project / "cache"))
+
+    async def visible(session, goal):  # type: ignore[no-untyped-def]
+        return await loaded_libraries(session), await learning.visible(session)
+
+    modules, seen = _run(visible, path, "hidden_twice", project)
+    assert "Lib.Hidden" in modules
+    assert "Lib.Hidden" not in seen.modules
+    assert "hidden_twice" not in {e.name for e in seen.library.examples}
+    assert "op1_comm" in {e.name for e in seen.library.examples}
+
+
 def test_mined_modules_are_cached_per_version_and_mined_again_when_changed(
     project: Path,
 ) -> None:

@@ -129,6 +129,21 @@ async def loaded_libraries(session: CoqSession) -> list[str]:
     return list(dict.fromkeys(_MODULE.findall(output)))
 
 
+def _original_of(source: Path | None, file: Path, statement: str) -> bool:
+    """Whether ``source`` is the original that ``file`` is a copy of: another file of
+    the same name that declares the goal's statement. Its proofs are never seen, even
+    when something loaded it (Lia and CoqHammer load some 200 stdlib modules)."""
+    if source is None or source.name != file.name:
+        return False
+    try:
+        if source.resolve() == file.resolve():
+            return False
+        written = " ".join(statement.split())
+        return written in " ".join(source.read_text(encoding="utf-8").split())
+    except OSError:
+        return False
+
+
 @dataclass(slots=True)
 class Visible:
     """The examples visible at one hole: the loaded modules' and the file's own above it."""
@@ -188,11 +203,15 @@ class Learning:
         if found is not None:
             self._visible.move_to_end(key)
             return found
-        modules = tuple(await loaded_libraries(session))
         cwd = Path(prover.cwd or ".")
+        goal = session.goal
+        modules = tuple(
+            m
+            for m in await loaded_libraries(session)
+            if not _original_of(module_source(m, prover.flags, cwd), goal.file, goal.statement)
+        )
         async with self._lock:
             library = await self._library(modules, prover.flags, cwd)
-        goal = session.goal
         imported = [s for m in modules if (s := module_source(m, prover.flags, cwd)) is not None]
         local = Corpus(
             [
