@@ -15,6 +15,7 @@ from rich.table import Table
 from ..backends import project_builders
 from ..errors import OrchError
 from ..goals import Outcome
+from ..learn import MINING
 from ..run.pipeline import FileStatus, FillReport, fill
 from ..workflows.background import run_background
 from ..workflows.blueprint import critical_path_weights
@@ -97,6 +98,8 @@ def fill_json(report: FillReport) -> dict[str, Any]:
         "next_steps": report.next_steps,
         "cpu_seconds": round(report.cpu_seconds, 3),
         "wall_seconds": round(report.wall_seconds, 3),
+        # what learning from the visible proofs cost this process (mining, the cache)
+        "learning": MINING.as_dict(),
         "files": [
             {
                 "path": str(f.path),

@@ -35,11 +35,11 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import OrchError, SourceSyntaxError
-from ..learn import FOUND, Corpus, ProofCache, ProofExample, file_digest
+from ..learn import FOUND, MINING, Corpus, MiningStats, ProofCache, ProofExample, file_digest
 from .holes import iter_proofs
 from .project import coq_library_roots, flag_roots, under_prefix
 from .session import CoqSession
@@ -171,24 +171,17 @@ class Visible:
         return len(self.library) + len(self.local)
 
 
-@dataclass(slots=True)
-class MiningStats:
-    modules_mined: int = 0
-    modules_cached: int = 0
-    examples: int = 0
-    #: CPU seconds of this process spent mining and reading the cache
-    cpu_seconds: float = 0.0
-    #: modules whose source was not found (compiled only)
-    without_source: int = 0
-    unknown: list[str] = field(default_factory=list)
-
-
 class Learning:
     """The visible examples per position, with the mined modules shared by every hole."""
 
-    def __init__(self, cache: ProofCache | None = None, size: int = 64) -> None:
+    def __init__(
+        self,
+        cache: ProofCache | None = None,
+        size: int = 64,
+        stats: MiningStats | None = None,
+    ) -> None:
         self.cache = cache if cache is not None else ProofCache()
-        self.stats = MiningStats()
+        self.stats = stats if stats is not None else MiningStats()
         self.size = size
         self._modules: dict[tuple[str, str], list[ProofExample]] = {}
         self._libraries: OrderedDict[tuple[object, ...], Corpus] = OrderedDict()
@@ -241,10 +234,10 @@ class Learning:
             self._modules[(module, str(source))] = await asyncio.to_thread(
                 self._mine_module, module, source
             )
-        self.stats.cpu_seconds += time.process_time() - started
         self.stats.without_source += sum(1 for _, s in sources if s is None)
         examples = (e for m, s in sources if s is not None for e in self._modules[(m, str(s))])
         corpus = await asyncio.to_thread(Corpus, examples)
+        self.stats.cpu_seconds += time.process_time() - started
         self.stats.examples = max(self.stats.examples, len(corpus))
         self._libraries[key] = corpus
         while len(self._libraries) > 8:
@@ -269,7 +262,7 @@ class Learning:
 
 @functools.cache
 def _shared() -> Learning:
-    return Learning()
+    return Learning(stats=MINING)
 
 
 class _Proxy:

@@ -10,11 +10,14 @@ run finds so that the goals that see them learn from them at once (:mod:`.found`
 from .cache import ProofCache, default_cache_folder, file_digest
 from .examples import Corpus, ProofExample
 from .found import FOUND, FoundProofs
+from .stats import MINING, MiningStats
 
 __all__ = [
     "FOUND",
+    "MINING",
     "Corpus",
     "FoundProofs",
+    "MiningStats",
     "ProofCache",
     "ProofExample",
     "default_cache_folder",

@@ -26,6 +26,7 @@ from typing import Any
 from ..backends import load_source
 from ..errors import PathNotFound
 from ..goals import Outcome
+from ..learn import MINING
 from ..ledger import Ledger
 from ..provers.process import TRAFFIC, run_command
 from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
@@ -221,6 +222,7 @@ async def run_bank(
             int(r["live_publisher"].get("publishes", 0)) for r in round_summaries
         ),
     }
+    result["learning"] = MINING.as_dict()
     out = out_dir / f"{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result, out
