@@ -15,6 +15,7 @@ from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
+from .learning import LEARNING
 from .project import (
     CoqProject,
     load_coqproject,
@@ -199,7 +200,7 @@ class CoqBackend:
         ]
         if inputs.profile >= 1:
             lineup += [
-                SearchStrategy(FileModels(inputs.proved)),
+                SearchStrategy(FileModels(inputs.proved, learning=LEARNING)),
                 SautoStrategy(allow),
                 HammerStrategy(allow),
             ]

@@ -37,6 +37,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import OrchError, SourceSyntaxError
 from ..learn import FOUND, MINING, Corpus, MiningStats, ProofCache, ProofExample, file_digest
@@ -49,6 +50,7 @@ __all__ = [
     "LEARNING",
     "Learning",
     "Visible",
+    "VisibleSource",
     "loaded_libraries",
     "mine_sentences",
     "module_source",
@@ -263,6 +265,12 @@ class Learning:
 @functools.cache
 def _shared() -> Learning:
     return Learning(stats=MINING)
+
+
+class VisibleSource(Protocol):
+    """What gives the examples visible at a session's hole (:data:`LEARNING`)."""
+
+    async def visible(self, session: CoqSession) -> Visible: ...
 
 
 class _Proxy:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from ...errors import ProverError, SourceSyntaxError
 from ...goals import Goal, HoleKind
+from ...learn import FOUND
 from ...provers.base import TacticStatus
 from ...search.features import TacticModel, features, similarity
-from ..learning import LEARNING
+from ..learning import VisibleSource
 from ..session import CoqSession, PrefixError
 from ..syntax import one_sentence
 
@@ -89,13 +90,20 @@ class FileModels:
     script's first sentence for its tactic.
     """
 
-    def __init__(self, proved: Sequence[tuple[str, Sequence[str]]] = (), size: int = 64) -> None:
+    def __init__(
+        self,
+        proved: Sequence[tuple[str, Sequence[str]]] = (),
+        size: int = 64,
+        learning: VisibleSource | None = None,
+    ) -> None:
+        #: where the proofs of the loaded modules come from (None: the file's own only)
+        self.learning = learning
         self._seed = [(features(s), script[0]) for s, script in proved if script]
         #: file -> proof name -> its mined (features, tactic) pairs
         self._mined: dict[str, dict[str, list[tuple[dict[int, float], str]]]] = {}
-        self._models: OrderedDict[tuple[str, tuple[str, ...], tuple[str, ...]], TacticModel] = (
-            OrderedDict()
-        )
+        self._models: OrderedDict[
+            tuple[str, tuple[str, ...], tuple[str, ...], int], TacticModel
+        ] = OrderedDict()
         self.size = size
         #: CPU seconds spent replaying proofs to mine them
         self.cpu_seconds = 0.0
@@ -106,7 +114,9 @@ class FileModels:
     async def model_for(self, session: CoqSession, *, max_new: int = 400) -> TacticModel:
         """The model at ``session``'s hole: the seed and every proof before the hole, mined."""
         file, prefix = str(session.goal.file), tuple(session.prefix)
-        key = (file, prefix, session.goal.old_script)
+        # proofs found in this run join the model at once: a new one makes a new model
+        found = FOUND.version if self.learning is not None else 0
+        key = (file, prefix, session.goal.old_script, found)
         cached = self._models.get(key)
         if cached is not None:
             self.reused += 1
@@ -123,12 +133,11 @@ class FileModels:
             model.pairs += mined.get(proof.name, ())
         # the nearest proofs of the modules the session loads (the project files the file
         # imports, the libraries): their statement stands for the first state
-        visible = await LEARNING.visible(session)
-        goal = session.goal
-        for _, example in visible.library.nearest(
-            goal.statement, VISIBLE_PAIRS, exclude=(goal.name,)
-        ):
-            model.pairs.append((features(example.statement), example.script[0]))
+        if self.learning is not None:
+            visible = await self.learning.visible(session)
+            goal = session.goal
+            near = visible.nearest(goal.statement, VISIBLE_PAIRS, exclude=(goal.name,))
+            model.pairs += [(features(e.statement), e.script[0]) for _, e in near]
         if session.goal.old_script:
             # a broken proof: its old steps, as far as they still run, are the nearest
             # evidence there is for the states the repair goes through
