@@ -35,6 +35,7 @@ from ..session import CoqSession
 from ..syntax import split_top_level
 from .analogy import adapted_scripts
 from .lemma_search import bound_names, plain_goal
+from .micro import FixedScripts
 from .retrieval import index_for
 
 __all__ = ["RewriteStrategy", "rewrite_names"]
@@ -45,6 +46,8 @@ _REWRITE = re.compile(r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b([^;|\]]*)")
 _NOT_LEMMAS = frozenset({"in", "at", "by", "as", "with", "using", "fun", "forall", "_"})
 SSR_CLOSERS = ("done.", "by case: eqP.", "by case: ifP.")
 PLAIN_CLOSERS = ("reflexivity.", "auto.", "easy.", "tauto.", "congruence.")
+#: the constants of the goal's conclusion offered to ``rewrite /c`` (ssreflect)
+MAX_UNFOLDS = 3
 #: the nearest proofs whose names are also carried over to the goal (:mod:`.analogy`)
 ADAPTED = 3
 #: a statement that can be rewritten with: an equation or an equivalence
@@ -63,6 +66,14 @@ def rewrite_names(script: str, bound: Sequence[str] = ()) -> list[str]:
             if word and word not in skip and not word[0].isdigit():
                 found.append(word)
     return list(dict.fromkeys(found))
+
+
+def _exact_scripts(lemmas: Sequence[str], ssr: bool) -> list[str]:
+    """One-sentence proofs by a lemma: ``exact: L.``, ``exact/L.`` (ssreflect), ``apply L.``."""
+    found: list[str] = []
+    for name in lemmas:
+        found += [f"exact: {name}.", f"exact/{name}."] if ssr else [f"intros; apply {name}."]
+    return found
 
 
 def _opening(script: str) -> str | None:
@@ -123,15 +134,26 @@ class RewriteStrategy:
                     openings.append(opening)
         index = await index_for(session)
         ranked = index.rank(goal.statement, 2 * self.lemmas, exclude=[goal.name])
+        lemmas = [n for n in dict.fromkeys([*names, *(p.name for p in ranked)]) if n != goal.name]
         names += [p.name for p in ranked if _EQUATIONAL.search(p.statement)]
         names = [n for n in dict.fromkeys(names) if n != goal.name][: 2 * self.lemmas]
-        if not names:
+        if not names and not lemmas:
             return StrategyResult(Outcome.FAILED, (), 0, 0.0, time.monotonic() - started)
+        # a lemma that is the goal up to its arguments or a view: one sentence
+        exact = await FixedScripts(self.name, _exact_scripts(lemmas[: self.lemmas], ssr)).prove(
+            session, goal, budget
+        )
+        tried += exact.tactics_tried
+        if exact.outcome is Outcome.CANDIDATE:
+            return exact
         closers = [*(SSR_CLOSERS if ssr else ()), *PLAIN_CLOSERS]
         steps = [f"rewrite !{n}." for n in names]
         steps += [
             f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 2]
         ]
+        if ssr:  # unfold what the goal names, simplify
+            steps += [f"rewrite /{c}." for c in (plain.constants if plain else [])[:MAX_UNFOLDS]]
+            steps.append("rewrite /=.")
         starts = ["intros.", *dict.fromkeys(openings)][:4]
         outcome = Outcome.FAILED
         for start in starts:
