@@ -44,7 +44,16 @@ _IDENT = re.compile(r"[A-Za-z_][\w'.]*")
 _REWRITE = re.compile(r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b([^;|\]]*)")
 #: words inside a rewrite clause that are not lemmas
 _NOT_LEMMAS = frozenset({"in", "at", "by", "as", "with", "using", "fun", "forall", "_"})
-SSR_CLOSERS = ("done.", "by case: eqP.", "by case: ifP.")
+#: ssreflect's closers: ``done`` and the boolean reflection idioms of mathcomp
+SSR_CLOSERS = (
+    "done.",
+    "by case: eqP.",
+    "by case: ifP.",
+    "exact/eqP.",
+    "by apply/eqP.",
+    "by case/andP.",
+    "by case/orP.",
+)
 PLAIN_CLOSERS = ("reflexivity.", "auto.", "easy.", "tauto.", "congruence.")
 #: the constants of the goal's conclusion offered to ``rewrite /c`` (ssreflect)
 MAX_UNFOLDS = 3
@@ -101,7 +110,7 @@ class RewriteStrategy:
     uses_slot = True
     needs_ledger = False
 
-    def __init__(self, lemmas: int = 16, depth: int = 3, width: int = 6) -> None:
+    def __init__(self, lemmas: int = 16, depth: int = 3, width: int = 8) -> None:
         self.lemmas = lemmas
         self.depth = depth
         self.width = width
