@@ -165,6 +165,17 @@ class RewriteStrategy:
             steps.append("rewrite /=.")
         starts = ["intros.", *dict.fromkeys(openings)][:4]
         outcome = Outcome.FAILED
+        # the closers at the root first: ``by case/andP.`` needs the premise unintroduced
+        closed = await self._close(session, session.root, closers, seconds)
+        tried += len(closers)
+        if closed is not None:
+            return StrategyResult(
+                Outcome.CANDIDATE,
+                (closed,),
+                tried,
+                session.cpu_seconds() - cpu_start,
+                time.monotonic() - started,
+            )
         for start in starts:
             if spent():
                 outcome = Outcome.TIMEOUT
