@@ -105,6 +105,12 @@ def prefix_examples(prefix: Sequence[str]) -> list[ProofExample]:
 
 
 def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = None) -> Path | None:
+    """The ``.v`` source of the loaded module ``module`` (:func:`_module_source`, remembered)."""
+    return _module_source(module, tuple(flags), cwd or Path.cwd())
+
+
+@functools.lru_cache(maxsize=8192)
+def _module_source(module: str, flags: tuple[str, ...], cwd: Path) -> Path | None:
     """The ``.v`` source of the loaded module ``module`` (``stdpp.sets``), or None.
 
     Found as Coq finds its ``.vo``: under the ``-Q``/``-R`` pairs of ``flags`` and
@@ -113,7 +119,7 @@ def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = Non
     source beside it has no source here (a later folder's file is another module).
     """
     parts = module.split(".")
-    for folder, prefix in [*flag_roots(flags, cwd or Path.cwd()), *coq_library_roots()]:
+    for folder, prefix in [*flag_roots(flags, cwd), *coq_library_roots()]:
         rest = under_prefix(prefix, parts)
         if not rest:
             continue

@@ -29,6 +29,7 @@ import difflib
 import math
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from ...errors import OrchError
@@ -152,8 +153,26 @@ def _declared_binders(statement: str) -> set[str]:
     return names
 
 
+#: statements printed by ``Check``, per position and name (the same neighbours and lemmas
+#: come back for every attempt on a hole and for the holes around it)
+_TYPES: OrderedDict[tuple[object, ...], str | None] = OrderedDict()
+_TYPES_SIZE = 4096
+
+
 async def _type_of(session: CoqSession, name: str, origin: str) -> str | None:
     """The statement of constant ``name`` printed without notations, or None."""
+    key = (session.prover.flags, session.prover.cwd, session.prefix, name, origin)
+    if key in _TYPES:
+        _TYPES.move_to_end(key)
+        return _TYPES[key]
+    found = await _check(session, name, origin)
+    _TYPES[key] = found
+    while len(_TYPES) > _TYPES_SIZE:
+        _TYPES.popitem(last=False)
+    return found
+
+
+async def _check(session: CoqSession, name: str, origin: str) -> str | None:
     for qualified in (name, f"{origin}.{name}" if origin else ""):
         if not qualified:
             continue
@@ -251,7 +270,7 @@ class AnalogyStrategy:
     uses_slot = True
     needs_ledger = False
 
-    def __init__(self, neighbours: int = 8, max_sentences: int = 4) -> None:
+    def __init__(self, neighbours: int = 6, max_sentences: int = 4) -> None:
         self.neighbours = neighbours
         self.max_sentences = max_sentences
 

@@ -19,6 +19,7 @@ plain Python dictionaries.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -42,6 +43,13 @@ _LEMMA = re.compile(
     r"^(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
     r"(?:Lemma|Theorem|Fact|Remark|Corollary|Proposition|Example)\s+([A-Za-z_][\w']*)"
 )
+
+
+@functools.lru_cache(maxsize=20_000)
+def _statement_features(statement: str) -> dict[int, float]:
+    """The features of a visible proof's statement (the same statements come back for
+    every model near them: computed once)."""
+    return features(statement)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +145,7 @@ class FileModels:
             visible = await self.learning.visible(session)
             goal = session.goal
             near = visible.nearest(goal.statement, VISIBLE_PAIRS, exclude=(goal.name,))
-            model.pairs += [(features(e.statement), e.script[0]) for _, e in near]
+            model.pairs += [(_statement_features(e.statement), e.script[0]) for _, e in near]
         if session.goal.old_script:
             # a broken proof: its old steps, as far as they still run, are the nearest
             # evidence there is for the states the repair goes through

@@ -59,6 +59,9 @@ PLAIN_CLOSERS = ("reflexivity.", "auto.", "easy.", "tauto.", "congruence.")
 MAX_UNFOLDS = 3
 #: the nearest proofs whose names are also carried over to the goal (:mod:`.analogy`)
 ADAPTED = 3
+#: a goal (printed without notations) a rewrite chain is for: an equation, an
+#: equivalence, a boolean
+_REWRITABLE = re.compile(r"\b(?:eq|iff|is_true|eqb|andb|orb|negb)\b|=|<->")
 #: a statement that can be rewritten with: an equation or an equivalence
 _EQUATIONAL = re.compile(r"=|<->")
 
@@ -110,10 +113,12 @@ class RewriteStrategy:
     uses_slot = True
     needs_ledger = False
 
-    def __init__(self, lemmas: int = 16, depth: int = 3, width: int = 8) -> None:
+    def __init__(self, lemmas: int = 16, depth: int = 3, width: int = 6, nodes: int = 12) -> None:
         self.lemmas = lemmas
         self.depth = depth
         self.width = width
+        #: states expanded at most in one attempt (each costs a probe and its children)
+        self.nodes = nodes
 
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
         started = time.monotonic()
@@ -156,14 +161,17 @@ class RewriteStrategy:
         if exact.outcome is Outcome.CANDIDATE:
             return exact
         closers = [*(SSR_CLOSERS if ssr else ()), *PLAIN_CLOSERS]
-        steps = [f"rewrite !{n}." for n in names]
+        steps = [f"rewrite !{n}." for n in names[: self.lemmas]]
         steps += [
-            f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 2]
+            f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
         ]
         if ssr:  # unfold what the goal names, simplify
             steps += [f"rewrite /{c}." for c in (plain.constants if plain else [])[:MAX_UNFOLDS]]
             steps.append("rewrite /=.")
-        starts = ["intros.", *dict.fromkeys(openings)][:4]
+        starts = ["intros.", *dict.fromkeys(openings)][:3]
+        if plain is not None and not _REWRITABLE.search(plain.conclusion):
+            starts = []  # no equation, equivalence or boolean to rewrite: closers only
+        expanded = 0
         outcome = Outcome.FAILED
         # the closers at the root first: ``by case/andP.`` needs the premise unintroduced
         closed = await self._close(session, session.root, closers, seconds)
@@ -202,8 +210,9 @@ class RewriteStrategy:
                             session.cpu_seconds() - cpu_start,
                             time.monotonic() - started,
                         )
-                    if _depth == self.depth:
+                    if _depth == self.depth or expanded >= self.nodes:
                         continue
+                    expanded += 1
                     fits = await probe(session, steps, state, timeout=seconds)
                     chosen = [
                         s for s, ok in zip(steps, fits or [True] * len(steps), strict=True) if ok
@@ -221,7 +230,7 @@ class RewriteStrategy:
                             )
                         if result.ok:
                             following.append((result.state, (*script, step)))
-                frontier = following[: self.width * 2]
+                frontier = following[: self.width]
                 if not frontier:
                     break
         if spent():
