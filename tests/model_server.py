@@ -1,5 +1,7 @@
 """A stand-in for a model API on 127.0.0.1: the OpenAI and Anthropic wire formats, fixed replies.
 
+OpenAI-format requests with ``stream`` get their reply as server-sent events.
+
 It replaces the model only (no model can be reached where the tests run);
 every script it hands out is checked by the real prover. Each request takes
 the next reply from a list; the last one repeats. Requests are recorded.
@@ -105,6 +107,9 @@ class ModelServer:
                             "output_tokens": reply.tokens_out,
                         },
                     }
+                if reply.status == 200 and body.get("stream") and "choices" in payload:
+                    self._stream(payload, bool(body.get("stream_options", {}).get("include_usage")))
+                    return
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status)
@@ -116,6 +121,43 @@ class ModelServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _stream(self, payload: dict[str, Any], usage: bool) -> None:
+                """The reply as server-sent events: one chunk per choice, then the usage."""
+                base = {k: payload[k] for k in ("id", "created", "model")}
+                events = [
+                    {
+                        **base,
+                        "object": "chat.completion.chunk",
+                        "choices": [
+                            {
+                                "index": c["index"],
+                                "delta": {"role": "assistant", "content": c["message"]["content"]},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                    }
+                    for c in payload["choices"]
+                ]
+                if usage:
+                    events.append(
+                        {
+                            **base,
+                            "object": "chat.completion.chunk",
+                            "choices": [],
+                            "usage": payload["usage"],
+                        }
+                    )
+                data = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+                data += "data: [DONE]\n\n"
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(data.encode())))
+                    self.end_headers()
+                    self.wfile.write(data.encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True

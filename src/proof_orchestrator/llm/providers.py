@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any, Protocol, TypeVar
 
@@ -37,6 +37,18 @@ class Completion:
     latency_seconds: float
     #: HTTP requests made (retries included)
     requests: int = 1
+    #: seconds of each request that succeeded, in order
+    request_seconds: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """What one request gave: texts, and tokens (``tokens_in`` None: not reported)."""
+
+    texts: tuple[str, ...]
+    tokens_in: int | None
+    tokens_out: int
+    seconds: float = 0.0
 
 
 class Provider(Protocol):
@@ -54,10 +66,16 @@ class _Malformed(Exception):
     """The reply had no usable text (retried, then reported as ``malformed``)."""
 
 
+class _Dropped(Exception):
+    """The connection broke while a streamed reply was read (retried, then ``connection``)."""
+
+
 def _reason(exc: BaseException, sdk: ModuleType) -> tuple[str, bool]:
     """(reason, retry?) for an exception raised by a request."""
     if isinstance(exc, _Malformed):
         return "malformed", True
+    if isinstance(exc, _Dropped):
+        return "connection", True
     if isinstance(exc, sdk.APITimeoutError):
         return "timeout", True
     if isinstance(exc, sdk.APIConnectionError):
@@ -124,7 +142,14 @@ async def _retrying(
 
 
 class OpenAIProvider:
-    """OpenAI-compatible Chat Completions (``n`` samples in one request)."""
+    """OpenAI-compatible Chat Completions.
+
+    ``n`` samples are asked for in one request; a server that returns fewer
+    choices (llama.cpp's and Ollama's ignore ``n``) is asked again for the
+    rest, one request at a time, at most ``n`` requests in all. With
+    ``stream`` (the default) the reply is read as it is generated, so that a
+    cancelled attempt closes the connection and the server stops generating.
+    """
 
     kind = ProviderKind.OPENAI.value
 
@@ -134,6 +159,7 @@ class OpenAIProvider:
         self._sdk: ModuleType = openai
         self.model = settings.model
         self._retries = settings.max_retries
+        self._stream = settings.stream
         self._client = openai.AsyncOpenAI(
             api_key=settings.api_key,
             base_url=settings.base_url or None,
@@ -145,32 +171,118 @@ class OpenAIProvider:
         self, system: str, prompt: str, *, n: int, temperature: float, max_tokens: int
     ) -> Completion:
         started = time.monotonic()
+        messages: list[Any] = [
+            {"role": "system", "content": system},
+            {"role": "user", "content": prompt},
+        ]
+        texts: list[str] = []
+        tokens_in = tokens_out = requests = 0
+        seconds: list[float] = []
+        while len(texts) < n and len(seconds) < n:
+            want = n - len(texts)
 
-        async def request() -> Any:
-            reply = await self._client.chat.completions.create(
-                model=self.model,
-                messages=[
-                    {"role": "system", "content": system},
-                    {"role": "user", "content": prompt},
-                ],
-                n=n,
-                temperature=temperature,
-                max_tokens=max_tokens,
+            async def request(want: int = want) -> _Reply:
+                sent = time.monotonic()
+                if self._stream:
+                    reply = await self._streamed(messages, want, temperature, max_tokens)
+                else:
+                    reply = await self._whole(messages, want, temperature, max_tokens)
+                if not reply.texts or not all(t.strip() for t in reply.texts):
+                    raise _Malformed("a reply without text")
+                return replace(reply, seconds=time.monotonic() - sent)
+
+            reply, made = await _retrying(request, self._sdk, self._retries)
+            requests += made
+            texts.extend(reply.texts[:want])
+            seconds.append(reply.seconds)
+            tokens_out += reply.tokens_out
+            tokens_in += reply.tokens_in if reply.tokens_in is not None else await self._count(
+                messages
             )
-            texts = [c.message.content for c in (reply.choices or [])]
-            if not texts or not all(isinstance(t, str) and t.strip() for t in texts):
-                raise _Malformed("a reply without text")
-            return reply
-
-        reply, made = await _retrying(request, self._sdk, self._retries)
-        usage = reply.usage
         return Completion(
-            tuple(c.message.content for c in reply.choices),
+            tuple(texts),
+            tokens_in,
+            tokens_out,
+            time.monotonic() - started,
+            requests,
+            tuple(seconds),
+        )
+
+    async def _whole(
+        self, messages: list[Any], n: int, temperature: float, max_tokens: int
+    ) -> _Reply:
+        reply = await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            n=n,
+            temperature=temperature,
+            max_tokens=max_tokens,
+        )
+        texts = [c.message.content for c in (reply.choices or [])]
+        usage = reply.usage
+        return _Reply(
+            tuple(t if isinstance(t, str) else "" for t in texts),
             int(getattr(usage, "prompt_tokens", 0) or 0),
             int(getattr(usage, "completion_tokens", 0) or 0),
-            time.monotonic() - started,
-            made,
         )
+
+    async def _streamed(
+        self, messages: list[Any], n: int, temperature: float, max_tokens: int
+    ) -> _Reply:
+        import httpx2  # the openai SDK's HTTP client
+
+        parts: dict[int, list[str]] = {}
+        chunks = 0
+        usage: Any = None
+        stream = await self._client.chat.completions.create(
+            model=self.model,
+            messages=messages,
+            n=n,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        # leaving the block (done, failed or cancelled) closes the connection
+        async with stream:
+            try:
+                async for chunk in stream:
+                    if getattr(chunk, "usage", None) is not None:
+                        usage = chunk.usage
+                    for choice in chunk.choices or []:
+                        content = choice.delta.content if choice.delta is not None else None
+                        if content:
+                            parts.setdefault(choice.index, []).append(content)
+                            chunks += 1
+            except httpx2.TransportError as exc:
+                raise _Dropped(f"the stream broke: {exc!r}") from exc
+        texts = tuple("".join(parts[i]) for i in sorted(parts))
+        if usage is not None:
+            return _Reply(
+                texts,
+                int(getattr(usage, "prompt_tokens", 0) or 0),
+                int(getattr(usage, "completion_tokens", 0) or 0),
+            )
+        # no usage in the stream (llama-cpp-python's server): a server streams one
+        # token per chunk, and the prompt is counted by the server's tokenizer
+        return _Reply(texts, None, chunks)
+
+    async def _count(self, messages: list[Any]) -> int:
+        """The prompt's tokens by the server's own tokenizer (``/extras/tokenize/count``,
+        llama-cpp-python's server), without the chat template's few; 0 if it has none."""
+        text = "\n".join(m["content"] for m in messages)
+        base = str(self._client.base_url).rstrip("/")
+        root = base.removesuffix("/v1")
+        try:
+            response = await self._client.post(
+                f"{root}/extras/tokenize/count",
+                body={"input": text, "model": self.model},
+                cast_to=dict,
+            )
+        except self._sdk.APIError:
+            return 0
+        count = response.get("count") if isinstance(response, dict) else None
+        return int(count) if isinstance(count, int) else 0
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -220,13 +332,23 @@ class AnthropicProvider:
                 raise _Malformed("a reply without text")
             return reply
 
+        seconds: list[float] = []
         for _ in range(n):
+            sent = time.monotonic()
             reply, made = await _retrying(request, self._sdk, self._retries)
+            seconds.append(time.monotonic() - sent)
             requests += made
             texts.append("".join(getattr(b, "text", "") for b in reply.content if b.type == "text"))
             tokens_in += int(reply.usage.input_tokens or 0)
             tokens_out += int(reply.usage.output_tokens or 0)
-        return Completion(tuple(texts), tokens_in, tokens_out, time.monotonic() - started, requests)
+        return Completion(
+            tuple(texts),
+            tokens_in,
+            tokens_out,
+            time.monotonic() - started,
+            requests,
+            tuple(seconds),
+        )
 
     async def aclose(self) -> None:
         await self._client.close()
