@@ -186,9 +186,11 @@ class ModelError(OrchError):
     ``malformed``, ``connection``, ``budget``, ``unavailable``) recorded on the attempt.
     """
 
-    def __init__(self, message: str, reason: str = "error") -> None:
+    def __init__(self, message: str, reason: str = "error", requests: int = 0) -> None:
         super().__init__(message)
         self.reason = reason
+        #: HTTP requests made before giving up
+        self.requests = requests
 
 
 class ModelUnavailable(ModelError):

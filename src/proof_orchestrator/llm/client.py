@@ -86,6 +86,10 @@ class LLMClient:
         ).hexdigest()
         return key, digest, sampling
 
+    async def aclose(self) -> None:
+        """Close the provider's connections."""
+        await self.provider.aclose()
+
     @property
     def exhausted(self) -> bool:
         cap = self.settings.budget_usd

@@ -61,6 +61,8 @@ class Provider(Protocol):
         self, system: str, prompt: str, *, n: int, temperature: float, max_tokens: int
     ) -> Completion: ...
 
+    async def aclose(self) -> None: ...
+
 
 class _Malformed(Exception):
     """The reply had no usable text (retried, then reported as ``malformed``)."""
@@ -136,7 +138,7 @@ async def _retrying(
         if reason == "error":
             raise
         raise ModelError(
-            f"the model request failed ({reason}) after {made} tries: {exc}", reason
+            f"the model request failed ({reason}) after {made} tries: {exc}", reason, made
         ) from exc
     return result, made
 
@@ -232,6 +234,7 @@ class OpenAIProvider:
         import httpx2  # the openai SDK's HTTP client
 
         parts: dict[int, list[str]] = {}
+        finished: set[int] = set()
         chunks = 0
         usage: Any = None
         stream = await self._client.chat.completions.create(
@@ -254,8 +257,15 @@ class OpenAIProvider:
                         if content:
                             parts.setdefault(choice.index, []).append(content)
                             chunks += 1
+                        if choice.finish_reason is not None:
+                            finished.add(choice.index)
             except httpx2.TransportError as exc:
                 raise _Dropped(f"the stream broke: {exc!r}") from exc
+        if not parts or not set(parts) <= finished:
+            # a server that drops a reply halfway (llama-cpp-python's, with its default
+            # interrupt_requests, when the next request comes in) ends the stream with
+            # no finish_reason: the text is cut off, not the model's whole reply
+            raise _Malformed("the stream ended before the reply was finished")
         texts = tuple("".join(parts[i]) for i in sorted(parts))
         if usage is not None:
             return _Reply(

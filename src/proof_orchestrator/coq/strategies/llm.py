@@ -203,6 +203,7 @@ class LLMStrategy:
         except ModelUnavailable as exc:
             return _skipped(str(exc))
         except ModelError as exc:
+            checks.requests += exc.requests
             return result(Outcome.FAILED, message=f"model {exc.reason}: {exc}")
         checks.add(sample)
         errors: list[str] = []
@@ -254,6 +255,7 @@ class _NextTactics:
         try:
             sample = await self.client.sample(NEXT_SYSTEM.format(k=self.k), prompt, 1)
         except ModelError as exc:
+            self.checks.requests += exc.requests
             self.failure = f"model {exc.reason}: {exc}"
             return []
         self.checks.add(sample)
