@@ -29,6 +29,10 @@ class Reply:
     delay: float = 0.0
     tokens_in: int = 1000
     tokens_out: int = 200
+    #: choices returned whatever ``n`` asks (0: ``n``); llama.cpp's and Ollama's give 1
+    choices: int = 0
+    #: a streamed reply that stops without a finish_reason (a server that dropped it)
+    cut: bool = False
 
 
 @dataclass
@@ -85,7 +89,7 @@ class ModelServer:
                                 "message": {"role": "assistant", "content": text},
                                 "finish_reason": "stop",
                             }
-                            for i, text in enumerate(texts[:n])
+                            for i, text in enumerate(texts[: reply.choices or n])
                         ],
                         "usage": {
                             "prompt_tokens": reply.tokens_in,
@@ -108,7 +112,8 @@ class ModelServer:
                         },
                     }
                 if reply.status == 200 and body.get("stream") and "choices" in payload:
-                    self._stream(payload, bool(body.get("stream_options", {}).get("include_usage")))
+                    usage = bool(body.get("stream_options", {}).get("include_usage"))
+                    self._stream(payload, usage and not reply.cut, reply.cut)
                     return
                 data = json.dumps(payload).encode()
                 try:
@@ -122,7 +127,7 @@ class ModelServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-            def _stream(self, payload: dict[str, Any], usage: bool) -> None:
+            def _stream(self, payload: dict[str, Any], usage: bool, cut: bool) -> None:
                 """The reply as server-sent events: one chunk per choice, then the usage."""
                 base = {k: payload[k] for k in ("id", "created", "model")}
                 events = [
@@ -133,7 +138,7 @@ class ModelServer:
                             {
                                 "index": c["index"],
                                 "delta": {"role": "assistant", "content": c["message"]["content"]},
-                                "finish_reason": "stop",
+                                "finish_reason": None if cut else "stop",
                             }
                         ],
                     }
