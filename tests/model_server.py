@@ -33,6 +33,8 @@ class Reply:
     choices: int = 0
     #: a streamed reply that stops without a finish_reason (a server that dropped it)
     cut: bool = False
+    #: refuse a request with ``n`` above this with HTTP 400 (0: no limit; llama-server's is 1)
+    max_n: int = 0
 
 
 @dataclass
@@ -70,6 +72,8 @@ class ModelServer:
                 reply = owner._next()
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.max_n and int(body.get("n", 1)) > reply.max_n:
+                    reply = Reply(status=400)
                 if reply.status != 200:
                     payload: dict[str, Any] = {
                         "type": "error",

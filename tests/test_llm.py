@@ -361,3 +361,20 @@ def test_the_gate_says_why_it_refused_a_script() -> None:
     with pytest.raises(ScriptRejected) as refused:
         check_script([])
     assert refused.value.kind == GateRefusal.EMPTY
+
+
+async def test_a_server_that_refuses_n_above_one_is_asked_one_choice_at_a_time(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # llama.cpp's llama-server answers n > 1 with HTTP 400
+    model.replies = [Reply((WRONG,), max_n=1)]
+    client = _client(_settings(model, samples=2), ledger)
+    async with _sessions(tmp_path, TWO_HOLES) as [(first, one), (second, two)]:
+        result = await LLMStrategy(client, ledger).prove(first, one.goal, BUDGET)
+        again = await LLMStrategy(client, ledger).prove(second, two.goal, BUDGET)
+    assert [body["n"] for _, body in model.requests] == [2, 1, 1, 1, 1]
+    assert result.llm_checks is not None
+    assert result.llm_checks["requests"] == 3
+    assert result.llm_checks["replies"] == 2
+    assert again.llm_checks is not None
+    assert again.llm_checks["requests"] == 2

@@ -10,6 +10,7 @@ with the reason. A caller turns that into a failed attempt, never a crash.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -22,6 +23,8 @@ from .settings import LLMSettings, ProviderKind, llm_off_reason
 __all__ = ["AnthropicProvider", "Completion", "OpenAIProvider", "Provider", "make_provider"]
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 #: longest wait honoured from a ``Retry-After`` header, seconds
 MAX_RETRY_AFTER = 60.0
@@ -147,8 +150,9 @@ class OpenAIProvider:
     """OpenAI-compatible Chat Completions.
 
     ``n`` samples are asked for in one request; a server that returns fewer
-    choices (llama.cpp's and Ollama's ignore ``n``) is asked again for the
-    rest, one request at a time, at most ``n`` requests in all. With
+    choices (llama-cpp-python's and Ollama's ignore ``n``) is asked again for
+    the rest, at most ``n`` requests in all, and one that refuses ``n > 1``
+    with HTTP 400 (llama.cpp's ``llama-server``) is asked for one at a time. With
     ``stream`` (the default) the reply is read as it is generated, so that a
     cancelled attempt closes the connection and the server stops generating.
     """
@@ -162,6 +166,8 @@ class OpenAIProvider:
         self.model = settings.model
         self._retries = settings.max_retries
         self._stream = settings.stream
+        #: the server refused n > 1 once: one choice per request
+        self._one_choice = False
         self._client = openai.AsyncOpenAI(
             api_key=settings.api_key,
             base_url=settings.base_url or None,
@@ -181,7 +187,7 @@ class OpenAIProvider:
         tokens_in = tokens_out = requests = 0
         seconds: list[float] = []
         while len(texts) < n and len(seconds) < n:
-            want = n - len(texts)
+            want = 1 if self._one_choice else n - len(texts)
 
             async def request(want: int = want) -> _Reply:
                 sent = time.monotonic()
@@ -193,7 +199,17 @@ class OpenAIProvider:
                     raise _Malformed("a reply without text")
                 return replace(reply, seconds=time.monotonic() - sent)
 
-            reply, made = await _retrying(request, self._sdk, self._retries)
+            try:
+                reply, made = await _retrying(request, self._sdk, self._retries)
+            except ModelError as exc:
+                if exc.reason != "http_400" or want == 1:
+                    raise
+                # llama.cpp's llama-server refuses n > 1 ("Only one completion choice
+                # is allowed"): one choice per request from now on
+                self._one_choice = True
+                requests += exc.requests
+                log.warning("%s refused n=%d; asking for one choice per request", self.model, want)
+                continue
             requests += made
             texts.extend(reply.texts[:want])
             seconds.append(reply.seconds)
