@@ -378,3 +378,9 @@ async def test_a_server_that_refuses_n_above_one_is_asked_one_choice_at_a_time(
     assert result.llm_checks["replies"] == 2
     assert again.llm_checks is not None
     assert again.llm_checks["requests"] == 2
+
+
+def test_the_llm_flag_says_where_the_model_comes_from() -> None:
+    shown = CliRunner().invoke(app, ["fill", "--help"], env={"COLUMNS": "300"})
+    line = next(li for li in shown.output.splitlines() if "--llm " in li)
+    assert "the [llm] table of orch.toml or ORCH_LLM_BASE_URL and ORCH_LLM_MODEL" in line

@@ -325,7 +325,7 @@ async def test_a_cancelled_request_stops_the_servers_generation(
     prompt = "Write a very long story, of at least three thousand words, about a mathematician."
     async with _client(settings(3000), ledger) as client:
         task = asyncio.create_task(client.sample("You are a novelist.", prompt, 1))
-        await asyncio.sleep(5.0)  # the prompt is read and the story under way
+        await asyncio.sleep(2.5)  # the prompt is read and the story under way
         assert not task.done(), "the model finished its story before it could be cancelled"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
