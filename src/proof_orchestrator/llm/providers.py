@@ -203,6 +203,9 @@ class OpenAIProvider:
                 reply, made = await _retrying(request, self._sdk, self._retries)
             except ModelError as exc:
                 if exc.reason != "http_400" or want == 1:
+                    # the requests of the samples already in count too (their texts are
+                    # lost with the failure: a partial answer is never cached)
+                    exc.requests += requests
                     raise
                 # llama.cpp's llama-server refuses n > 1 ("Only one completion choice
                 # is allowed"): one choice per request from now on
