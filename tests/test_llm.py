@@ -135,6 +135,9 @@ async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
     assert ledger.stats()["llm"]["cost_usd"] == pytest.approx(0.006)
     shown = CliRunner().invoke(app, ["stats", str(tmp_path), "--db", ledger.url])
     assert "Model spend: $0.0060 on 1 attempts, 1000 tokens in, 200 out" in shown.output
+    said = " ".join(shown.output.split())
+    assert "Model replies: 2 from 1 requests; 1 held a script" in said
+    assert "refused by the gate: none; 1 checked by the prover, 1 closed their goal" in said
 
 
 async def test_wrong_and_admit_proofs_are_rejected(

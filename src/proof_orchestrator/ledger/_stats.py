@@ -98,6 +98,7 @@ class Summaries(LedgerCore):
                 "strategies": per_strategy,
                 "recent_runs": runs,
                 "llm": self.llm_spend(),
+                "llm_replies": self.llm_report(),
             }
 
     @retrying
