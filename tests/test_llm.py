@@ -288,6 +288,10 @@ def test_replies_are_read_into_sentences() -> None:
     reply = "Here it is:\n```coq\nProof.\nintros n.\n- simpl. reflexivity.\nQed.\n```\nDone."
     assert parse_script(reply) == ("intros n.", "-", "simpl.", "reflexivity.")
     assert parse_script("no proof (* here") == ()
+    # cut off by max_tokens: the fence never closes, the last sentence never ends
+    cut = "Sure! Here:\n```coq fenced\nintros n.\ninduction n as [|n IH].\n- simpl. rewr"
+    assert parse_script(cut) == ("intros n.", "induction n as [|n IH].", "-", "simpl.")
+    assert parse_script("```coq\nintros n. (* and then") == ("intros n.",)
     listed = "1. intros n.\n2) induction n.\n- intros n.\nnot a tactic\n* lia."
     assert parse_tactics(listed, 3) == ["intros n.", "induction n.", "lia."]
 
