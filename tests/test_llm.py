@@ -16,9 +16,11 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.script import GateRefusal, check_script
 from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
 from proof_orchestrator.coq.strategies.llm_prompt import parse_script, parse_tactics
+from proof_orchestrator.errors import ScriptRejected
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
@@ -133,6 +135,9 @@ async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
     assert ledger.stats()["llm"]["cost_usd"] == pytest.approx(0.006)
     shown = CliRunner().invoke(app, ["stats", str(tmp_path), "--db", ledger.url])
     assert "Model spend: $0.0060 on 1 attempts, 1000 tokens in, 200 out" in shown.output
+    said = " ".join(shown.output.split())
+    assert "Model replies: 2 from 1 requests; 1 held a script" in said
+    assert "refused by the gate: none; 1 checked by the prover, 1 closed their goal" in said
 
 
 async def test_wrong_and_admit_proofs_are_rejected(
@@ -283,5 +288,106 @@ def test_replies_are_read_into_sentences() -> None:
     reply = "Here it is:\n```coq\nProof.\nintros n.\n- simpl. reflexivity.\nQed.\n```\nDone."
     assert parse_script(reply) == ("intros n.", "-", "simpl.", "reflexivity.")
     assert parse_script("no proof (* here") == ()
+    # cut off by max_tokens: the fence never closes, the last sentence never ends
+    cut = "Sure! Here:\n```coq fenced\nintros n.\ninduction n as [|n IH].\n- simpl. rewr"
+    assert parse_script(cut) == ("intros n.", "induction n as [|n IH].", "-", "simpl.")
+    assert parse_script("```coq\nintros n. (* and then") == ("intros n.",)
     listed = "1. intros n.\n2) induction n.\n- intros n.\nnot a tactic\n* lia."
     assert parse_tactics(listed, 3) == ["intros n.", "induction n.", "lia."]
+
+
+async def test_a_server_that_returns_one_choice_is_asked_again_for_the_rest(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # llama.cpp's and Ollama's servers ignore n: three samples take three requests
+    model.replies = [Reply((WRONG,), choices=1, tokens_in=100, tokens_out=10)]
+    client = _client(_settings(model, samples=3), ledger)
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await LLMStrategy(client, ledger).prove(session, hole.goal, BUDGET)
+    assert [body["n"] for _, body in model.requests] == [3, 2, 1]
+    assert result.llm_checks is not None
+    assert result.llm_checks["replies"] == 3
+    assert result.llm_checks["checked"] == 3
+    assert len(result.llm_checks["request_seconds"]) == 3
+    assert (result.tokens_in, result.tokens_out) == (300, 30)
+
+
+async def test_a_stream_cut_off_before_its_end_is_not_taken_as_a_reply(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # a server that drops a reply halfway sends no finish_reason: the text is not whole
+    model.replies = [Reply((RIGHT,), cut=True)]
+    async with _sessions(tmp_path, PLUS_ZERO) as [(session, hole)]:
+        result = await LLMStrategy(_client(_settings(model), ledger), ledger).prove(
+            session, hole.goal, BUDGET
+        )
+    assert result.outcome is Outcome.FAILED
+    assert result.message.startswith("model malformed:")
+    assert "before the reply was finished" in result.message
+    assert len(model.requests) == 3  # retried twice
+
+
+async def test_a_server_that_stops_answering_is_off_for_the_rest_of_the_run(
+    model: ModelServer, tmp_path: Path, ledger: Ledger, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = _client(_settings(model, max_retries=1), ledger)
+    strategy = LLMStrategy(client, ledger)
+    model.stop()  # nothing listens on its port any more
+    async with _sessions(tmp_path, TWO_HOLES) as [(first, one), (second, two)]:
+        failed = await strategy.prove(first, one.goal, BUDGET)
+        skipped = await strategy.prove(second, two.goal, BUDGET)
+    assert failed.outcome is Outcome.FAILED
+    assert failed.message.startswith("model connection:")
+    assert failed.llm_checks is not None
+    assert failed.llm_checks["requests"] == 2
+    assert skipped.outcome is Outcome.SKIPPED
+    assert "stopped answering" in skipped.message
+    assert strategy.off_reason() == skipped.message
+    warnings = [r for r in caplog.records if "stopped answering" in r.getMessage()]
+    assert len(warnings) == 1
+
+
+def test_the_gate_says_why_it_refused_a_script() -> None:
+    kinds = {}
+    for script in (["intros n.", "admit."], ["Qed."], ["intros (* a *) n."], ["Abort All."]):
+        with pytest.raises(ScriptRejected) as refused:
+            check_script(script)
+        kinds[script[-1]] = refused.value.kind
+    assert kinds == {
+        "admit.": GateRefusal.FORBIDDEN,
+        "Qed.": GateRefusal.FORBIDDEN,
+        "intros (* a *) n.": GateRefusal.COMMENT,
+        "Abort All.": GateRefusal.FORBIDDEN,
+    }
+    with pytest.raises(ScriptRejected) as refused:
+        check_script(["Print nat."])
+    assert refused.value.kind == GateRefusal.VERNACULAR
+    with pytest.raises(ScriptRejected) as refused:
+        check_script(["intros n"])  # a script cut off mid-sentence
+    assert refused.value.kind == GateRefusal.SYNTAX
+    with pytest.raises(ScriptRejected) as refused:
+        check_script([])
+    assert refused.value.kind == GateRefusal.EMPTY
+
+
+async def test_a_server_that_refuses_n_above_one_is_asked_one_choice_at_a_time(
+    model: ModelServer, tmp_path: Path, ledger: Ledger
+) -> None:
+    # llama.cpp's llama-server answers n > 1 with HTTP 400
+    model.replies = [Reply((WRONG,), max_n=1)]
+    client = _client(_settings(model, samples=2), ledger)
+    async with _sessions(tmp_path, TWO_HOLES) as [(first, one), (second, two)]:
+        result = await LLMStrategy(client, ledger).prove(first, one.goal, BUDGET)
+        again = await LLMStrategy(client, ledger).prove(second, two.goal, BUDGET)
+    assert [body["n"] for _, body in model.requests] == [2, 1, 1, 1, 1]
+    assert result.llm_checks is not None
+    assert result.llm_checks["requests"] == 3
+    assert result.llm_checks["replies"] == 2
+    assert again.llm_checks is not None
+    assert again.llm_checks["requests"] == 2
+
+
+def test_the_llm_flag_says_where_the_model_comes_from() -> None:
+    shown = CliRunner().invoke(app, ["fill", "--help"], env={"COLUMNS": "300"})
+    line = next(li for li in shown.output.splitlines() if "--llm " in li)
+    assert "the [llm] table of orch.toml or ORCH_LLM_BASE_URL and ORCH_LLM_MODEL" in line

@@ -163,7 +163,16 @@ class FileWriteError(ProjectError):
 
 
 class ScriptRejected(OrchError):
-    """A candidate proof script contains something that is never allowed."""
+    """A candidate proof script contains something that is never allowed.
+
+    ``kind`` is the gate's closed word for the rule it broke (Coq's are
+    ``coq.script.GateRefusal``: ``empty``, ``comment``, ``syntax``,
+    ``forbidden``, ``vernacular``); ``other`` where a gate names none.
+    """
+
+    def __init__(self, message: str, kind: str = "other") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class LedgerError(OrchError):
@@ -177,9 +186,11 @@ class ModelError(OrchError):
     ``malformed``, ``connection``, ``budget``, ``unavailable``) recorded on the attempt.
     """
 
-    def __init__(self, message: str, reason: str = "error") -> None:
+    def __init__(self, message: str, reason: str = "error", requests: int = 0) -> None:
         super().__init__(message)
         self.reason = reason
+        #: HTTP requests made before giving up
+        self.requests = requests
 
 
 class ModelUnavailable(ModelError):

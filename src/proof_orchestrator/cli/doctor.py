@@ -14,7 +14,8 @@ from pathlib import Path
 from ..config import ConfigError
 from ..coq.strategies.hammer import HAMMER_LIBEXEC
 from ..lean.session import registry_path
-from ..llm.settings import llm_off_reason, load_llm_settings, probe
+from ..llm.server import server_status
+from ..llm.settings import llm_off_reason, load_llm_settings
 
 __all__ = ["Check", "run_checks"]
 
@@ -66,18 +67,30 @@ def _lean_repl() -> Check:
 
 
 def _llm(root: Path) -> Check:
-    """The llm strategy: on only with a model, a key, the SDK and a reachable provider."""
+    """The llm strategies: the configured model server, whether it answers, and its models."""
     try:
         settings = load_llm_settings(root)
     except ConfigError as exc:
         return Check("llm", False, "", f"off: {exc}", "optional")
     reason = llm_off_reason(settings)
-    if reason is None:
-        reason = probe(settings)
     if reason is not None:
         return Check("llm", False, "", f"off: {reason}", "optional")
-    where = settings.base_url or "the provider's default URL"
-    return Check("llm", True, settings.model, f"{settings.provider} at {where}", "optional")
+    status = server_status(settings)
+    where = f"{settings.provider} server at {status.url}"
+    if not status.answers:
+        return Check(
+            "llm",
+            False,
+            settings.model,
+            f"off: {where} does not answer: {status.error}",
+            "optional",
+        )
+    served = ", ".join(status.models) or "no model listed"
+    if status.models and settings.model not in status.models:
+        note = f"; model {settings.model!r} is not among those it serves ({served})"
+    else:
+        note = f"; serves {served}"
+    return Check("llm", True, settings.model, f"{where} answers{note}", "optional")
 
 
 def _mcp() -> Check:

@@ -160,6 +160,14 @@ def _print_stats(stats: dict[str, Any]) -> None:
             f"{llm['tokens_in']} tokens in, {llm['tokens_out']} out, "
             f"{duration(llm['llm_seconds'])} of model time"
         )
+    replies: dict[str, Any] = stats.get("llm_replies", {})
+    if replies.get("replies"):
+        refused = ", ".join(f"{n} {kind}" for kind, n in replies["refused"].items()) or "none"
+        out.print(
+            f"Model replies: {replies['replies']} from {replies['requests']} requests; "
+            f"{replies['scripts']} held a script (or tactics); refused by the gate: {refused}; "
+            f"{replies['checked']} checked by the prover, {replies['closed']} closed their goal"
+        )
     if goals or attempts:
         by_status = Table(title="Goals by status", title_justify="left")
         by_status.add_column("status")

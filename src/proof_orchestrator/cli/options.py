@@ -57,7 +57,12 @@ AllowImport = Annotated[
 ]
 UseLlm = Annotated[
     bool | None,
-    typer.Option("--llm/--no-llm", help="add the llm strategies (model in [llm]) [ORCH_USE_LLM]"),
+    typer.Option(
+        "--llm/--no-llm",
+        help="add the llm strategies: the model server and model come from the \\[llm] table "
+        "of orch.toml or ORCH_LLM_BASE_URL and ORCH_LLM_MODEL; `orch doctor` checks them "
+        "[ORCH_USE_LLM]",
+    ),
 ]
 LlmBudget = Annotated[
     float | None, typer.Option(help="cap the run's model spend, USD [ORCH_LLM_BUDGET_USD]")

@@ -15,6 +15,7 @@ end the proof early, change the statement or the environment, or admit a goal:
 
 from __future__ import annotations
 
+import enum
 import re
 import textwrap
 from collections.abc import Sequence
@@ -22,7 +23,28 @@ from collections.abc import Sequence
 from ..errors import ScriptRejected, SourceSyntaxError
 from .syntax import one_sentence, split_sentences
 
-__all__ = ["FORBIDDEN_IDENTIFIERS", "check_script", "format_script", "passes_gate"]
+__all__ = [
+    "FORBIDDEN_IDENTIFIERS",
+    "GateRefusal",
+    "check_script",
+    "format_script",
+    "passes_gate",
+]
+
+
+class GateRefusal(enum.StrEnum):
+    """Why the gate refused a script (``ScriptRejected.kind``)."""
+
+    #: no sentence at all
+    EMPTY = "empty"
+    #: a comment, which could swallow the ``Qed.`` after it
+    COMMENT = "comment"
+    #: a sentence that is not one complete sentence (cut off, unbalanced)
+    SYNTAX = "syntax"
+    #: a forbidden identifier (``admit``, ``Admitted``, ``Qed``, ``*_no_check`` ...)
+    FORBIDDEN = "forbidden"
+    #: a vernacular command, not a tactic
+    VERNACULAR = "vernacular"
 
 #: identifiers refused anywhere in a script (outside strings)
 FORBIDDEN_IDENTIFIERS = frozenset(
@@ -58,22 +80,32 @@ _TACTIC_START = re.compile(r"(?:\d+\s*:\s*|all\s*:\s*|\[[A-Za-z_][\w']*\]\s*:\s*
 def check_script(sentences: Sequence[str]) -> tuple[str, ...]:
     """Return the script's sentences in normal form, or raise :class:`ScriptRejected`."""
     if not sentences:
-        raise ScriptRejected("an empty script proves nothing")
+        raise ScriptRejected("an empty script proves nothing", GateRefusal.EMPTY)
     normal: list[str] = []
     for raw in sentences:
         if "(*" in raw or "*)" in raw:
-            raise ScriptRejected(f"comments are not allowed in a proof script: {raw!r}")
+            raise ScriptRejected(
+                f"comments are not allowed in a proof script: {raw!r}", GateRefusal.COMMENT
+            )
         try:
             sentence = one_sentence(raw)
         except SourceSyntaxError as exc:
-            raise ScriptRejected(f"not one complete sentence: {exc}") from exc
+            raise ScriptRejected(
+                f"not one complete sentence: {exc}", GateRefusal.SYNTAX
+            ) from exc
         code = sentence.code
         without_strings = _STRING.sub('""', code)
         for ident in _IDENT.findall(without_strings):
             if ident in FORBIDDEN_IDENTIFIERS:
-                raise ScriptRejected(f"{ident!r} is never allowed in a proof script: {code!r}")
+                raise ScriptRejected(
+                    f"{ident!r} is never allowed in a proof script: {code!r}",
+                    GateRefusal.FORBIDDEN,
+                )
         if not sentence.is_bullet_or_brace and not _TACTIC_START.match(code):
-            raise ScriptRejected(f"not a tactic (vernacular commands are refused): {code!r}")
+            raise ScriptRejected(
+                f"not a tactic (vernacular commands are refused): {code!r}",
+                GateRefusal.VERNACULAR,
+            )
         normal.append(code)
     return tuple(normal)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
@@ -87,6 +89,7 @@ class GoalRecords(LedgerCore):
         tokens_out: int = 0,
         cost_usd: float = 0.0,
         llm_seconds: float = 0.0,
+        llm_checks: Mapping[str, Any] | None = None,
     ) -> bool:
         """Record one attempt (and, with ``arm=(goal_class, stats)``, the bandit arm) at once.
 
@@ -113,6 +116,7 @@ class GoalRecords(LedgerCore):
             "tokens_out": tokens_out,
             "cost_usd": cost_usd,
             "llm_seconds": llm_seconds,
+            "llm_checks": dict(llm_checks or {}),
         }
         with self._transaction() as connection:
             statement = (

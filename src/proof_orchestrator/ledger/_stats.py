@@ -98,6 +98,7 @@ class Summaries(LedgerCore):
                 "strategies": per_strategy,
                 "recent_runs": runs,
                 "llm": self.llm_spend(),
+                "llm_replies": self.llm_report(),
             }
 
     @retrying
@@ -147,6 +148,60 @@ class Summaries(LedgerCore):
                 "cost_usd": float(cost or 0.0),
                 "llm_seconds": float(seconds or 0.0),
             }
+
+    @retrying
+    def llm_report(self, strategies: tuple[str, ...] = ("llm", "llm-search")) -> dict[str, Any]:
+        """What the model strategies did over the whole ledger: attempts by outcome,
+        requests and their latencies, tokens and speed, and what became of the
+        replies (``Attempt.llm_checks``): scripts, gate refusals by kind, checks."""
+        with self._session() as s:
+            rows = s.execute(
+                select(
+                    Attempt.strategy,
+                    Attempt.outcome,
+                    Attempt.tokens_in,
+                    Attempt.tokens_out,
+                    Attempt.llm_checks,
+                ).where(Attempt.strategy.in_(strategies))
+            ).all()
+        outcomes: dict[str, dict[str, int]] = {}
+        sums = dict.fromkeys(
+            ("requests", "cached", "replies", "scripts", "checked", "closed", "tokens_in",
+             "tokens_out"),
+            0,
+        )  # fmt: skip
+        refused: dict[str, int] = {}
+        latencies: list[float] = []
+        for strategy, outcome, tokens_in, tokens_out, checks in rows:
+            by = outcomes.setdefault(strategy, {})
+            by[outcome] = by.get(outcome, 0) + 1
+            sums["tokens_in"] += int(tokens_in or 0)
+            sums["tokens_out"] += int(tokens_out or 0)
+            checks = checks or {}
+            for key in ("requests", "cached", "replies", "scripts", "checked", "closed"):
+                sums[key] += int(checks.get(key, 0))
+            for kind, n in dict(checks.get("refused", {})).items():
+                refused[kind] = refused.get(kind, 0) + int(n)
+            latencies += [float(x) for x in checks.get("request_seconds", [])]
+        seconds = sum(latencies)
+        ordered = sorted(latencies)
+        middle = len(ordered) // 2
+        median = (
+            (ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2)
+            if ordered
+            else None
+        )
+        return {
+            "attempts": outcomes,
+            **sums,
+            "refused": dict(sorted(refused.items())),
+            "request_seconds": round(seconds, 3),
+            "median_request_seconds": round(median, 3) if median is not None else None,
+            "tokens_out_per_second": round(sums["tokens_out"] / seconds, 2) if seconds else None,
+            "tokens_per_second": (
+                round((sums["tokens_in"] + sums["tokens_out"]) / seconds, 2) if seconds else None
+            ),
+        }
 
 
 def _reason(reasons: dict[str, int]) -> str:

@@ -7,6 +7,7 @@ The schema in a database is made and upgraded by the Alembic migrations in
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -108,6 +109,11 @@ class Attempt(Base):
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     #: seconds spent waiting for the model
     llm_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
+    #: what became of the model's replies (requests, scripts, gate refusals by kind,
+    #: prover checks; see ``coq.strategies.llm.LLMChecks``); empty for other strategies
+    llm_checks: Mapped[dict[str, Any]] = mapped_column(
+        JSON, default=dict, server_default="{}"
+    )
 
 
 class Proof(Base):

@@ -71,6 +71,9 @@ class LLMSettings:
     #: per-model prices, {model: (input, output)} USD per million tokens
     prices: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     mode: str = LLMMode.BOTH.value
+    #: read OpenAI-format replies as they are generated: a cancelled attempt closes the
+    #: connection and the server stops generating (off: one JSON reply per request)
+    stream: bool = True
 
     def validate(self) -> LLMSettings:
         if self.provider not in {p.value for p in ProviderKind}:
@@ -97,7 +100,16 @@ class LLMSettings:
 _SCALARS = {f.name for f in fields(LLMSettings)} - {"prices"}
 
 
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
 def _coerce(name: str, raw: Any, kind: type) -> Any:
+    if kind is bool and not isinstance(raw, bool):
+        word = str(raw).strip().lower()
+        if word in _TRUE | _FALSE:
+            return word in _TRUE
+        raise ConfigError(f"llm setting {name}: cannot read {raw!r} as true or false")
     try:
         return kind(raw)
     except (TypeError, ValueError) as exc:

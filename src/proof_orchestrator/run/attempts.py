@@ -239,6 +239,14 @@ class AttemptRunner:
             item.report.cpu_seconds += cpu
             settle(cpu)
 
+        # a strategy that has gone off for the rest of the run (the llm strategies once
+        # their model server stopped answering) skips without opening a session
+        off = getattr(strategy, "off_reason", None)
+        reason = off() if callable(off) else ""
+        if reason:
+            result = StrategyResult(Outcome.SKIPPED, message=str(reason))
+            self.record(item, name, Outcome.SKIPPED, result, str(reason))
+            return result
         remote = self.executor is not None and not strategy.needs_ledger
         # model calls (the llm strategy) wait on their own limit, not on a CPU slot
         uses_slot = self.executor is None and strategy.uses_slot
@@ -368,5 +376,6 @@ class AttemptRunner:
             tokens_out=result.tokens_out,
             cost_usd=result.cost_usd,
             llm_seconds=result.llm_seconds,
+            llm_checks=result.llm_checks,
         )
         self.recorded += 1

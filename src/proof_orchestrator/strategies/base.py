@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +34,8 @@ class StrategyResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     llm_seconds: float = 0.0
+    #: what became of the model's replies (the llm strategies; recorded on the attempt)
+    llm_checks: Mapping[str, Any] | None = None
     #: what the user could do to let a proof the strategy found through (an import to allow)
     hint: str = ""
     #: False when the strategy never ran (its goal's budget was spent before it started)
@@ -50,7 +53,9 @@ class Strategy(Protocol):
     (False: it waits on its own limit, a model's, not on a CPU slot) and
     ``needs_ledger`` (it keeps state in the ledger, so it runs where the ledger
     is, never in a remote executor). ``prove`` receives a session of that
-    language's prover.
+    language's prover. A strategy may also have ``off_reason() -> str``: while
+    it returns a reason, the engine skips the strategy without opening a
+    session (the llm strategies, once their model server stopped answering).
     """
 
     #: a short stable name, used in the ledger and in reports

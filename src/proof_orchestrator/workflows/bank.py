@@ -117,7 +117,7 @@ async def run_bank(
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     traffic_before = dataclasses.replace(TRAFFIC)
     started = time.monotonic()
-    first: tuple[FillReport, dict[str, Any], Path] | None = None
+    first: tuple[FillReport, dict[str, Any], Path, dict[str, Any]] | None = None
     round_summaries: list[dict[str, Any]] = []
     for number in range(1, rounds + 1):
         workdir = Path(tempfile.mkdtemp(prefix=f"orch-bank-{stamp}-"))
@@ -149,6 +149,7 @@ async def run_bank(
                     on_files=on_files,
                     governor=governor,
                 )
+                llm = ledger.llm_report()
             finally:
                 ledger.close()
             recheck = await _recheck(copies, ["-Q", str(workdir), "Bank"])
@@ -161,7 +162,7 @@ async def run_bank(
                 }
             )
             if first is None:
-                first = (report, recheck, ledger_path)
+                first = (report, recheck, ledger_path, llm)
         finally:
             if not keep_workdir:
                 shutil.rmtree(workdir, ignore_errors=True)
@@ -178,8 +179,11 @@ async def run_bank(
     )
     if first is None:
         raise ValueError("no round ran")
-    report, recheck, ledger_path = first
+    report, recheck, ledger_path, llm = first
     result = _result(report, index, recheck, wall, stamp, options, ledger_path)
+    if llm["attempts"]:
+        # the model strategies ran (--llm / ORCH_USE_LLM): what they asked and got
+        result["llm"] = llm
     result["rounds"] = round_summaries
     result["executor"] = options.orch.executor
     result["workers"] = report.worker_stats

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ...errors import ModelError, ScriptRejected
+from ...errors import ModelError, ModelUnavailable, ScriptRejected
 from ...goals import Budget, Goal, Outcome
 from ...ledger import Ledger
 from ...llm.client import LLMClient, Sample
@@ -52,7 +52,7 @@ from .llm_prompt import (
 )
 from .search import SearchStrategy
 
-__all__ = ["LLMSearchStrategy", "LLMStrategy", "llm_strategies"]
+__all__ = ["LLMChecks", "LLMSearchStrategy", "LLMStrategy", "llm_strategies"]
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +68,60 @@ def _prompt_context(context: GoalContext) -> PromptContext:
 
 
 @dataclass(slots=True)
-class _Usage:
+class LLMChecks:
+    """What the model cost in one attempt and what became of its replies.
+
+    Recorded on the attempt (``llm_checks``) so that a run can say how many
+    replies held a script, which the gate refused and why, and how many the
+    prover checked. For ``llm-search`` a "script" is a reply that held
+    tactics, each tactic is gated, and ``checked`` counts those handed to the
+    search (which runs them in the session when it expands the node).
+    """
+
     tokens_in: int = 0
     tokens_out: int = 0
     cost_usd: float = 0.0
     seconds: float = 0.0
+    #: HTTP requests made (0 for a reply served from the cache) and each one's seconds
+    requests: int = 0
+    request_seconds: list[float] = field(default_factory=list)
+    #: samples asked for that the cache answered
+    cached: int = 0
+    #: replies received (from the model or the cache)
+    replies: int = 0
+    #: replies that held a parsable script (whole) or at least one tactic (next)
+    scripts: int = 0
+    #: candidates the script gate refused, by kind (``coq.script.GateRefusal``)
+    refused: dict[str, int] = field(default_factory=dict)
+    #: candidates the prover ran (whole) or that were handed to the search (next)
+    checked: int = 0
+    #: candidates that closed the goal in the session
+    closed: int = 0
 
     def add(self, sample: Sample) -> None:
         self.tokens_in += sample.tokens_in
         self.tokens_out += sample.tokens_out
         self.cost_usd += sample.cost_usd
         self.seconds += sample.latency_seconds
+        self.requests += sample.requests
+        self.request_seconds += sample.request_seconds
+        self.cached += int(sample.cached)
+        self.replies += len(sample.texts)
+
+    def refuse(self, error: ScriptRejected) -> None:
+        self.refused[error.kind] = self.refused.get(error.kind, 0) + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requests": self.requests,
+            "request_seconds": [round(s, 3) for s in self.request_seconds],
+            "cached": self.cached,
+            "replies": self.replies,
+            "scripts": self.scripts,
+            "refused": dict(self.refused),
+            "checked": self.checked,
+            "closed": self.closed,
+        }
 
     def on(self, result: StrategyResult) -> StrategyResult:
         return replace(
@@ -87,7 +130,12 @@ class _Usage:
             tokens_out=self.tokens_out,
             cost_usd=self.cost_usd,
             llm_seconds=self.seconds,
+            llm_checks=self.as_dict(),
         )
+
+
+def _skipped(reason: str) -> StrategyResult:
+    return StrategyResult(Outcome.SKIPPED, message=reason)
 
 
 class LLMStrategy:
@@ -114,17 +162,23 @@ class LLMStrategy:
         self.proved = list(proved)
         self.samples = samples or client.settings.samples
 
+    def off_reason(self) -> str:
+        """Why the strategy skips every goal from now on ("" while the server answers)."""
+        return self.client.down
+
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        if self.client.down:
+            return _skipped(self.client.down)
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
-        usage = _Usage()
+        checks = LLMChecks()
         tried = 0
         seconds = max(1.0, budget.tactic_seconds)
 
         def result(
             outcome: Outcome, script: Sequence[str] = (), message: str = ""
         ) -> StrategyResult:
-            return usage.on(
+            return checks.on(
                 StrategyResult(
                     outcome,
                     tuple(script),
@@ -146,9 +200,12 @@ class LLMStrategy:
             sample = await self.client.sample(
                 WHOLE_SYSTEM, whole_proof_prompt(_prompt_context(context)), self.samples
             )
+        except ModelUnavailable as exc:
+            return _skipped(str(exc))
         except ModelError as exc:
+            checks.requests += exc.requests
             return result(Outcome.FAILED, message=f"model {exc.reason}: {exc}")
-        usage.add(sample)
+        checks.add(sample)
         errors: list[str] = []
         for text in sample.texts:
             if session.cpu_seconds() - cpu_start >= budget.cpu_seconds:
@@ -157,29 +214,35 @@ class LLMStrategy:
             if not sentences:
                 errors.append("a reply with no proof script")
                 continue
+            checks.scripts += 1
             try:
                 sentences = check_script(sentences)
             except ScriptRejected as exc:
+                checks.refuse(exc)
                 errors.append(f"gate: {exc}")
                 continue
             tried += 1
+            checks.checked += 1
             ran = await session.run_script(sentences, session.root, timeout=seconds)
             if ran.status is TacticStatus.COMPLETE:
+                checks.closed += 1
                 return result(Outcome.CANDIDATE, sentences)
             errors.append(f"{' '.join(sentences)[:200]}: {ran.message.strip()[:300] or ran.status}")
         return result(Outcome.FAILED, message="; ".join(errors)[-3000:])
 
 
 class _NextTactics:
-    """The model's next-tactic proposals for the search, with their cost counted."""
+    """The model's next-tactic proposals for the search, gated, with their cost counted."""
 
     def __init__(self, client: LLMClient, context: PromptContext, k: int, calls: int) -> None:
         self.client = client
         self.context = context
         self.k = k
         self.calls_left = calls
-        self.usage = _Usage()
+        self.checks = LLMChecks()
         self.failure = ""
+        #: every tactic the model proposed that passed the gate
+        self.proposed: set[str] = set()
 
     async def __call__(
         self, session: Any, goal_text: str, steps: Sequence[str]
@@ -192,12 +255,23 @@ class _NextTactics:
         try:
             sample = await self.client.sample(NEXT_SYSTEM.format(k=self.k), prompt, 1)
         except ModelError as exc:
+            self.checks.requests += exc.requests
             self.failure = f"model {exc.reason}: {exc}"
             return []
-        self.usage.add(sample)
+        self.checks.add(sample)
         tactics = parse_tactics(sample.texts[0], self.k) if sample.texts else []
+        if tactics:
+            self.checks.scripts += 1
+        passed: list[str] = []
+        for tactic in tactics:
+            try:
+                passed.append(check_script([tactic])[0])
+            except ScriptRejected as exc:
+                self.checks.refuse(exc)
+        self.checks.checked += len(passed)
+        self.proposed.update(passed)
         # the model's first choice ranks like a confident k-NN suggestion
-        return [(t, 1.0 - i / (2 * self.k)) for i, t in enumerate(tactics)]
+        return [(t, 1.0 - i / (2 * self.k)) for i, t in enumerate(passed)]
 
 
 class LLMSearchStrategy:
@@ -225,7 +299,13 @@ class LLMSearchStrategy:
         self.k = k
         self.calls = calls
 
+    def off_reason(self) -> str:
+        """Why the strategy skips every goal from now on ("" while the server answers)."""
+        return self.client.down
+
     async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+        if self.client.down:
+            return _skipped(self.client.down)
         context = await gather_context(
             session,
             goal,
@@ -238,7 +318,9 @@ class LLMSearchStrategy:
         found = await search.prove(session, goal, budget)
         if found.outcome is not Outcome.CANDIDATE and suggest.failure:
             found = replace(found, message=suggest.failure)
-        return suggest.usage.on(found)
+        if found.outcome is Outcome.CANDIDATE and set(found.sentences) & suggest.proposed:
+            suggest.checks.closed += 1
+        return suggest.checks.on(found)
 
 
 def llm_strategies(

@@ -38,7 +38,9 @@ NEXT_SYSTEM = (
     "sentence ending with a period, best first, and nothing else."
 )
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n(.*?)```", re.S)
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+#: an opening fence (its info string, e.g. ``coq``, and its line)
+_OPEN_FENCE = re.compile(r"```[^\n`]*\n")
 _PROOF_WORDS = re.compile(r"^\s*(Proof\.|Qed\.|Defined\.)\s*$", re.M)
 _LIST_MARK = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+(?=\S)")
 
@@ -92,13 +94,30 @@ def next_tactic_prompt(context: PromptContext, steps: Sequence[str], current: st
     return "\n\n".join(parts)
 
 
-def parse_script(reply: str) -> tuple[str, ...]:
-    """The sentences of a whole-proof reply (empty when there is nothing to run)."""
+def _fenced(reply: str) -> str:
+    """The last fenced block; a block cut off before its closing fence runs to the end."""
     blocks = _FENCE.findall(reply)
-    text = blocks[-1] if blocks else reply
-    text = _PROOF_WORDS.sub("", text)
+    if blocks:
+        return str(blocks[-1])
+    opened = list(_OPEN_FENCE.finditer(reply))
+    return reply[opened[-1].end() :] if opened else reply
+
+
+def parse_script(reply: str) -> tuple[str, ...]:
+    """The sentences of a whole-proof reply (empty when there is nothing to run).
+
+    A reply cut off mid-sentence (``max_tokens``) keeps the complete sentences
+    before the cut; the gate and the prover judge them like any other script.
+    """
+    text = _PROOF_WORDS.sub("", _fenced(reply))
     try:
         return tuple(s.code for s in split_sentences(text))
+    except SourceSyntaxError as exc:
+        cut = exc.offset
+    if not cut:
+        return ()
+    try:
+        return tuple(s.code for s in split_sentences(text[:cut]))
     except SourceSyntaxError:
         return ()
 
