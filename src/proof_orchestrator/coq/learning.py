@@ -194,6 +194,8 @@ class Learning:
         self._modules: dict[tuple[str, str], list[ProofExample]] = {}
         self._libraries: OrderedDict[tuple[object, ...], Corpus] = OrderedDict()
         self._visible: OrderedDict[tuple[object, ...], Visible] = OrderedDict()
+        #: the modules ``Print Libraries`` lists at a position
+        self._loaded: dict[tuple[object, ...], tuple[str, ...]] = {}
         self._lock = asyncio.Lock()
 
     async def visible(self, session: CoqSession) -> Visible:
@@ -206,9 +208,15 @@ class Learning:
             return found
         cwd = Path(prover.cwd or ".")
         goal = session.goal
+        at = key[:3]  # what is loaded at a position does not change with the proofs found
+        loaded = self._loaded.get(at)
+        if loaded is None:
+            loaded = self._loaded[at] = tuple(await loaded_libraries(session))
+            while len(self._loaded) > self.size:
+                self._loaded.pop(next(iter(self._loaded)))
         modules = tuple(
             m
-            for m in await loaded_libraries(session)
+            for m in loaded
             if not _original_of(module_source(m, prover.flags, cwd), goal.file, goal.statement)
         )
         async with self._lock:

@@ -46,6 +46,7 @@ class GateRefusal(enum.StrEnum):
     #: a vernacular command, not a tactic
     VERNACULAR = "vernacular"
 
+
 #: identifiers refused anywhere in a script (outside strings)
 FORBIDDEN_IDENTIFIERS = frozenset(
     {
@@ -90,9 +91,7 @@ def check_script(sentences: Sequence[str]) -> tuple[str, ...]:
         try:
             sentence = one_sentence(raw)
         except SourceSyntaxError as exc:
-            raise ScriptRejected(
-                f"not one complete sentence: {exc}", GateRefusal.SYNTAX
-            ) from exc
+            raise ScriptRejected(f"not one complete sentence: {exc}", GateRefusal.SYNTAX) from exc
         code = sentence.code
         without_strings = _STRING.sub('""', code)
         for ident in _IDENT.findall(without_strings):

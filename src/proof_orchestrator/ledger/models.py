@@ -111,9 +111,7 @@ class Attempt(Base):
     llm_seconds: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     #: what became of the model's replies (requests, scripts, gate refusals by kind,
     #: prover checks; see ``coq.strategies.llm.LLMChecks``); empty for other strategies
-    llm_checks: Mapped[dict[str, Any]] = mapped_column(
-        JSON, default=dict, server_default="{}"
-    )
+    llm_checks: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict, server_default="{}")
 
 
 class Proof(Base):

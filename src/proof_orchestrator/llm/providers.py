@@ -217,8 +217,8 @@ class OpenAIProvider:
             texts.extend(reply.texts[:want])
             seconds.append(reply.seconds)
             tokens_out += reply.tokens_out
-            tokens_in += reply.tokens_in if reply.tokens_in is not None else await self._count(
-                messages
+            tokens_in += (
+                reply.tokens_in if reply.tokens_in is not None else await self._count(messages)
             )
         return Completion(
             tuple(texts),

@@ -76,6 +76,8 @@ _KEYWORDS = frozenset(
         "Global",
     ]
 )
+#: renamed lemmas compared with their new names' statements, at most
+SECOND_ORDER = 2
 #: a mapped constant is also renamed inside longer names when it is at least this long
 MIN_PART = 3
 #: the header of a declaration, left out of the statement's alignment
@@ -153,7 +155,7 @@ def _declared_binders(statement: str) -> set[str]:
     return names
 
 
-#: statements printed by ``Check``, per position and name (the same neighbours and lemmas
+#: statements printed by ``Check``, per file and name (the same neighbours and lemmas
 #: come back for every attempt on a hole and for the holes around it)
 _TYPES: OrderedDict[tuple[object, ...], str | None] = OrderedDict()
 _TYPES_SIZE = 4096
@@ -161,7 +163,8 @@ _TYPES_SIZE = 4096
 
 async def _type_of(session: CoqSession, name: str, origin: str) -> str | None:
     """The statement of constant ``name`` printed without notations, or None."""
-    key = (session.prover.flags, session.prover.cwd, session.prefix, name, origin)
+    # a constant's statement is the same at every hole of a file: one ``Check`` a file
+    key = (session.prover.flags, session.prover.cwd, str(session.goal.file), name, origin)
     if key in _TYPES:
         _TYPES.move_to_end(key)
         return _TYPES[key]
@@ -210,7 +213,7 @@ async def adapted_scripts(
         if old != new and old not in bound
     }
     extra: dict[str, str] = {}
-    for old, new in list(renamed.items())[:4]:
+    for old, new in list(renamed.items())[:SECOND_ORDER]:
         before = await _type_of(session, old, "")
         after = await _type_of(session, new, "")
         if before is None or after is None:
