@@ -62,7 +62,14 @@ def checkout_of(orch: Path) -> dict:
             capture_output=True,
             text=True,
         )
+        src = subprocess.run(
+            ["git", "-C", str(Path(where).parent), "log", "-1", "--format=%H", "--", "."],
+            capture_output=True,
+            text=True,
+        )
         info["commit"] = git.stdout.strip()
+        # the last commit that changed the package's source (HEAD may add bench/ files only)
+        info["src_commit"] = src.stdout.strip()
         info["src_dirty"] = bool(dirty.stdout.strip())
     return info
 
