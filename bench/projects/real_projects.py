@@ -21,7 +21,9 @@ strategy, outcomes, hole-using proofs, ``git status`` after the fill, and the
 whole JSON report.
 
 To measure another checkout's code on the same draws:
-``python bench/projects/real_projects.py --orch /work/main/.venv/bin/orch --tag new``.
+``python bench/projects/real_projects.py --orch /work/main/.venv/bin/orch --tag new``,
+then ``python bench/projects/real_projects.py --summary --tag new --against baseline``
+(a markdown table: proved, one-sentence proved, exit status, CPU, the peers, the ratio).
 """
 
 from __future__ import annotations
@@ -153,6 +155,40 @@ def timed_env(cmd: list[str], cwd: Path, env: dict) -> dict:
         os.environ.update(saved)
 
 
+def summary(results: Path, tag: str, against: str | None) -> str:
+    """A markdown table of ``<tag>-<LIB>.json`` (and the peers' files, and ``against``'s)."""
+    rows = [
+        "| library | holes | one-sentence | proved | one-sentence proved | rc | CPU s | "
+        "hammer | tactics |" + (f" {against} proved | ratio |" if against else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if against else ""),
+    ]
+    for path in sorted(results.glob(f"{tag}-*.json")):
+        r = json.loads(path.read_text())
+        lib = path.stem[len(tag) + 1 :]
+        peers = results / f"peers-{r['lib']}.json"
+        arms = json.loads(peers.read_text())["summary"] if peers.exists() else {}
+        cells = [
+            lib,
+            r["holes"],
+            len(r["one_sentence_holes"]),
+            r["proved_count"],
+            len(r["one_sentence_proved"]),
+            r["rc"],
+            r["cpu_s"],
+            arms.get("hammer", {}).get("solved", "-"),
+            arms.get("tactics", {}).get("solved", "-"),
+        ]
+        if against:
+            other = results / f"{against}-{lib}.json"
+            base = json.loads(other.read_text())["proved_count"] if other.exists() else None
+            cells += [
+                "-" if base is None else base,
+                "-" if not base else f"{r['proved_count'] / base:.2f}",
+            ]
+        rows.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("libs", nargs="*")
@@ -162,7 +198,12 @@ def main() -> int:
     ap.add_argument("--results", type=Path, default=ACC / "results")
     ap.add_argument("--tag", default="baseline")
     ap.add_argument("--dune-built", action="store_true", help="dune build the clone first")
+    ap.add_argument("--summary", action="store_true", help="print the tag's table, run nothing")
+    ap.add_argument("--against", help="with --summary: the tag to compare with (baseline)")
     a = ap.parse_args()
+    if a.summary:
+        print(summary(a.results, a.tag, a.against))
+        return 0
     a.orch = a.orch.absolute()
     libs = a.libs or sorted(p.name for p in a.pristine.iterdir() if (p / ".git").is_dir())
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH_")}
