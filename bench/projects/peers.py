@@ -1,10 +1,14 @@
 """Issue 32 benchmark peers on a copy's holes: CoqHammer as its users run it, and a tactic list.
 
-usage: python bench/projects/peers.py COPY [--out FILE]
+usage: python bench/projects/peers.py COPY [--out FILE] [--build]
 
 COPY is a copy made by ``make_copies.py`` (its ``holes.json`` names the holes)
 and built by its authors' build (``coq_makefile -f _CoqProject -o CoqMakefile
-&& make``), with its holes still ``Admitted``. For each hole and each arm, the
+&& make``, or ``dune build`` for a dune project; ``--build`` runs it first), with
+its holes still ``Admitted``. The flags: ``_CoqProject``'s first line, or for a
+dune project each ``coq.theory`` stanza's ``-R _build/default/<folder> <name>``
+(dune binds a theory's own files by ``-R``, so they may ``Require`` each other by
+short name) and its ``(flags ...)``. For each hole and each arm, the
 hole's file is rewritten into a scratch folder with that one ``Admitted.``
 replaced by the arm's proof, and compiled with ``coqc`` and the project's flags
 (the other holes stay admitted, as for a user). A goal counts as solved when
@@ -31,6 +35,9 @@ import re
 import subprocess
 import tempfile
 from pathlib import Path
+
+from proof_orchestrator.coq.project import load_dune_project
+from proof_orchestrator.coq.syntax import split_sentences
 
 ARMS = {
     "hammer": (
@@ -63,42 +70,78 @@ def coqc(copy: Path, flags: list[str], text: str, scratch: Path) -> tuple[int, f
     return run.returncode, user + sys_, " ".join(errors)[:300]
 
 
-def with_proof(lines: list[str], lemma: str, header: str, proof: str) -> str:
-    start = next(
-        i
-        for i, ln in enumerate(lines)
-        if re.search(
-            rf"\b(Lemma|Theorem|Fact|Corollary|Remark|Proposition)\s+{re.escape(lemma)}\b", ln
+def with_proof(text: str, lemma: str, header: str, proof: str) -> str:
+    """``text`` with ``lemma``'s ``Admitted.`` replaced by ``proof`` and ``header`` put
+    after the file's last top-level ``Require`` sentence."""
+    keywords = "Lemma|Theorem|Fact|Corollary|Remark|Proposition"
+    statement = re.search(rf"\b(?:{keywords})\s+{re.escape(lemma)}(?![\w'])", text)
+    if statement is None:
+        raise ValueError(f"no statement of {lemma}")
+    hole = text.index("Admitted.", statement.end())
+    out = text[:hole] + proof + text[hole + len("Admitted.") :]
+    imports = [
+        sentence
+        for sentence in split_sentences(out)
+        if sentence.code.startswith(("Require ", "From "))
+    ]
+    end = imports[-1].end
+    return out[:end] + "\n" + header + out[end:]
+
+
+def flags_of(copy: Path) -> list[str]:
+    """coqc's flags for files of the built copy (see the module's docstring)."""
+    if (copy / "_CoqProject").exists():
+        return (copy / "_CoqProject").read_text().split("\n")[0].split()
+    project = load_dune_project(copy / "dune-project")
+    flags = list(project.flags)
+    out: list[str] = []
+    i = 0
+    while i < len(flags):
+        if flags[i] == "-Q" and i + 2 < len(flags):
+            folder = Path(flags[i + 1]).relative_to(copy)
+            out += ["-R", str(copy / "_build/default" / folder), flags[i + 2]]
+            i += 3
+        else:
+            out.append(flags[i])
+            i += 1
+    return out
+
+
+def build(copy: Path) -> None:
+    if (copy / "_CoqProject").exists():
+        subprocess.run(
+            ["coq_makefile", "-f", "_CoqProject", "-o", "CoqMakefile"], cwd=copy, check=True
         )
-    )
-    end = next(i for i in range(start, len(lines)) if lines[i].strip() == "Admitted.")
-    out = list(lines)
-    out[end] = out[end].replace("Admitted.", proof)
-    last_import = max(i for i, ln in enumerate(out) if ln.startswith(("Require", "From ")))
-    out.insert(last_import + 1, header)
-    return "".join(out)
+        subprocess.run(
+            ["make", "-f", "CoqMakefile", "-j2"], cwd=copy, check=True, capture_output=True
+        )
+    else:
+        subprocess.run(["dune", "build"], cwd=copy, check=True, capture_output=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("copy", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--build", action="store_true", help="run the authors' build first")
     a = ap.parse_args()
     copy = a.copy.resolve()
-    flags = (copy / "_CoqProject").read_text().split("\n")[0].split()
+    if a.build:
+        build(copy)
+    flags = flags_of(copy)
     holes = json.loads((copy / "holes.json").read_text())
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         for file, lemmas in holes.items():
-            lines = (copy / file).read_text().splitlines(keepends=True)
-            rc, base_cpu, err = coqc(copy, flags, "".join(lines), scratch)
+            text = (copy / file).read_text()
+            rc, base_cpu, err = coqc(copy, flags, text, scratch)
             print(file, "baseline", rc, round(base_cpu, 2), err, flush=True)
             for lemma in lemmas:
                 row = {"file": file, "lemma": lemma, "baseline_cpu_s": round(base_cpu, 2)}
                 for arm, (header, proof) in ARMS.items():
                     rc, cpu, err = coqc(
-                        copy, flags, with_proof(lines, lemma, header, proof), scratch
+                        copy, flags, with_proof(text, lemma, header, proof), scratch
                     )
                     row[arm] = {
                         "solved": rc == 0,
