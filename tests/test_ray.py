@@ -201,8 +201,10 @@ def test_search_runs_on_a_ray_worker(ray_cluster: str, tmp_path: Path) -> None:
     out, err = run.communicate(timeout=300)
     assert run.returncode == 0, err[-2000:]
     (goal,) = [g for f in json.loads(out)["files"] for g in f["goals"]]
-    # no quick tactic proves it (tests/test_strategies_strong.py); the default profile's search does
-    assert (goal["outcome"], goal["strategy"]) == ("proved", "search")
+    # no quick tactic proves it (tests/test_strategies_strong.py); a two-step proof does, found
+    # on a Ray worker by the search or by the rewrite chain with the file's two axioms
+    assert goal["outcome"] == "proved"
+    assert goal["strategy"] in ("search", "rewrite")
     assert "Admitted." not in path.read_text(encoding="utf-8")
     assert coqc_ok(path)
     # the driver published the live state while the attempt ran on Ray, then cleared it
