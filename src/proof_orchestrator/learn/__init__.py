@@ -8,7 +8,7 @@ run finds so that the goals that see them learn from them at once (:mod:`.found`
 """
 
 from .cache import ProofCache, default_cache_folder, file_digest
-from .examples import Corpus, ProofExample
+from .examples import Corpus, ProofExample, statement_features
 from .found import FOUND, FoundProofs
 from .stats import MINING, MiningStats
 
@@ -22,4 +22,5 @@ __all__ = [
     "ProofExample",
     "default_cache_folder",
     "file_digest",
+    "statement_features",
 ]

@@ -22,12 +22,13 @@ from ..errors import (
     SessionClosed,
 )
 from ..goals import Outcome
-from ..learn import FOUND, ProofExample
+from ..learn import FOUND, ProofExample, statement_features
 from ..ledger import Ledger
 from ..scheduler.bandit import Bandit
 from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import RaceResult
 from ..scheduler.queue import GoalQueue, priority
+from ..search.features import similarity as cosine
 from ..strategies.base import Strategy
 from .attempts import NO_BUDGET_LEFT, AttemptRunner, FileState, GoalItem
 from .checking import leans_on, replay_script
@@ -58,6 +59,9 @@ MAX_REVISITS_PER_RUN = 1
 #: within one run, a goal that failed is tried again at most this often after a proof
 #: was found above it in its file
 MAX_RETRIES_AFTER_PROOFS = 1
+#: ... and only when the new proof's statement is this much like its own (cosine of the
+#: statement features): a proof it can learn from, not any proof above it
+RETRY_SIMILARITY = 0.8
 
 
 class GoalRun:
@@ -305,17 +309,20 @@ class GoalRun:
 
     def learn_from(self, item: GoalItem, candidate: GoalReport) -> None:
         """A candidate joins what the goals below it learn from, at once, and the goals
-        of its file that failed further down are tried again (they may use its lemma
-        and learn from its proof)."""
+        of its file that failed further down with a statement like its own are tried
+        again (they may use its lemma and learn from its proof by analogy)."""
         goal = item.hole.goal
         FOUND.add(
             goal.file, goal.line, ProofExample(goal.name, goal.statement, candidate.sentences)
         )
         state = item.file
+        found = statement_features(goal.statement)
         again = [
             f
             for f in state.failed
-            if f.hole.goal.line > goal.line and f.retries_after_proofs < MAX_RETRIES_AFTER_PROOFS
+            if f.hole.goal.line > goal.line
+            and f.retries_after_proofs < MAX_RETRIES_AFTER_PROOFS
+            and cosine(found, statement_features(f.hole.goal.statement)) >= RETRY_SIMILARITY
         ]
         for failed in again:
             state.failed.remove(failed)
