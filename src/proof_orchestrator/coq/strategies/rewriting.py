@@ -55,6 +55,8 @@ SSR_CLOSERS = (
     "by case/orP.",
 )
 PLAIN_CLOSERS = ("reflexivity.", "auto.", "easy.", "tauto.", "congruence.")
+#: a rewrite with ssreflect is repeated at most this many more times (``rewrite L 3?L``)
+REPEAT = 3
 #: the constants of the goal's conclusion offered to ``rewrite /c`` (ssreflect)
 MAX_UNFOLDS = 3
 #: the nearest proofs whose names are also carried over to the goal (:mod:`.analogy`)
@@ -129,6 +131,9 @@ class RewriteStrategy:
         def spent() -> bool:
             return session.cpu_seconds() - cpu_start >= budget.cpu_seconds
 
+        def left() -> float:
+            return budget.cpu_seconds - (session.cpu_seconds() - cpu_start)
+
         visible = await LEARNING.visible(session)
         ssr = "Coq.ssr.ssreflect" in visible.modules
         near = visible.nearest(goal.statement, 12, exclude=(goal.name,), max_sentences=10)
@@ -155,13 +160,16 @@ class RewriteStrategy:
             return StrategyResult(Outcome.FAILED, (), 0, 0.0, time.monotonic() - started)
         # a lemma that is the goal up to its arguments or a view: one sentence
         exact = await FixedScripts(self.name, _exact_scripts(lemmas[: self.lemmas], ssr)).prove(
-            session, goal, budget
+            session, goal, Budget(left(), budget.tactic_seconds, budget.grace_seconds)
         )
         tried += exact.tactics_tried
         if exact.outcome is Outcome.CANDIDATE:
             return exact
         closers = [*(SSR_CLOSERS if ssr else ()), *PLAIN_CLOSERS]
-        steps = [f"rewrite !{n}." for n in names[: self.lemmas]]
+        # bounded: ``rewrite !addnC`` rewrites until its timeout (a commutativity loops)
+        steps = [
+            f"rewrite {n} {REPEAT}?{n}." if ssr else f"rewrite {n}." for n in names[: self.lemmas]
+        ]
         steps += [
             f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
         ]
@@ -174,7 +182,15 @@ class RewriteStrategy:
         expanded = 0
         outcome = Outcome.FAILED
         # the closers at the root first: ``by case/andP.`` needs the premise unintroduced
-        closed = await self._close(session, session.root, closers, seconds)
+        if spent():
+            return StrategyResult(
+                Outcome.TIMEOUT,
+                (),
+                tried,
+                session.cpu_seconds() - cpu_start,
+                time.monotonic() - started,
+            )
+        closed = await self._close(session, session.root, closers, seconds, left())
         tried += len(closers)
         if closed is not None:
             return StrategyResult(
@@ -200,7 +216,7 @@ class RewriteStrategy:
                 for state, script in frontier:
                     if spent():
                         break
-                    closed = await self._close(session, state, closers, seconds)
+                    closed = await self._close(session, state, closers, seconds, left())
                     tried += len(closers)
                     if closed is not None:
                         return StrategyResult(
@@ -241,9 +257,12 @@ class RewriteStrategy:
 
     @staticmethod
     async def _close(
-        session: CoqSession, state: ProofState, closers: Sequence[str], seconds: int
+        session: CoqSession, state: ProofState, closers: Sequence[str], seconds: int, left: float
     ) -> str | None:
-        """The first closer that leaves no goal at ``state`` (one sentence tries them all)."""
+        """The first closer that leaves no goal at ``state`` (one sentence tries them all).
+
+        Only as many as ``left`` CPU seconds pay for if each ran out of time."""
+        closers = closers[: max(1, int(left // seconds))]
         branches = " | ".join(
             f"solve [ timeout {seconds} ({c.removesuffix('.')}) ]" for c in closers
         )
