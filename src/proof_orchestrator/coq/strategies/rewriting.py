@@ -61,9 +61,6 @@ REPEAT = 3
 MAX_UNFOLDS = 3
 #: the nearest proofs whose names are also carried over to the goal (:mod:`.analogy`)
 ADAPTED = 3
-#: a goal (printed without notations) a rewrite chain is for: an equation, an
-#: equivalence, a boolean
-_REWRITABLE = re.compile(r"\b(?:eq|iff|is_true|eqb|andb|orb|negb)\b|=|<->")
 #: a statement that can be rewritten with: an equation or an equivalence
 _EQUATIONAL = re.compile(r"=|<->")
 
@@ -167,9 +164,11 @@ class RewriteStrategy:
             return exact
         closers = [*(SSR_CLOSERS if ssr else ()), *PLAIN_CLOSERS]
         # bounded: ``rewrite !addnC`` rewrites until its timeout (a commutativity loops)
-        steps = [
-            f"rewrite {n} {REPEAT}?{n}." if ssr else f"rewrite {n}." for n in names[: self.lemmas]
-        ]
+        # (once, and with ssreflect also a few times more: a commutativity used an even
+        # number of times changes nothing)
+        steps = [f"rewrite {n}." for n in names[: self.lemmas]]
+        if ssr:
+            steps += [f"rewrite {n} {REPEAT}?{n}." for n in names[: self.lemmas]]
         steps += [
             f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
         ]
@@ -177,8 +176,6 @@ class RewriteStrategy:
             steps += [f"rewrite /{c}." for c in (plain.constants if plain else [])[:MAX_UNFOLDS]]
             steps.append("rewrite /=.")
         starts = ["intros.", *dict.fromkeys(openings)][:3]
-        if plain is not None and not _REWRITABLE.search(plain.conclusion):
-            starts = []  # no equation, equivalence or boolean to rewrite: closers only
         expanded = 0
         outcome = Outcome.FAILED
         # the closers at the root first: ``by case/andP.`` needs the premise unintroduced
