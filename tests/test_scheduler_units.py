@@ -177,3 +177,29 @@ def test_dependents_count_whole_identifiers_only() -> None:
     later = "Lemma b : a = a. Proof. apply a. Qed. Lemma c : ab = 1. rewrite a_b. exact L.a."
     assert Mentions(later).after("a") == 3
     assert Mentions(later).after("ab") == 1
+
+
+def test_ray_routing_keeps_a_file_warm_and_gives_idle_nodes_work() -> None:
+    """Three nodes, two files: the third node takes a file when the warm one is busy."""
+    from proof_orchestrator.config import Settings
+    from proof_orchestrator.run.executors import RayExecutor, _Actor
+    from proof_orchestrator.run.reports import FillOptions
+
+    executor = RayExecutor(FillOptions(orch=Settings()))
+    executor.actors = [_Actor(handle=None, node_id=n) for n in ("a", "b", "c")]
+    first = executor._pick("List.v")
+    first.busy += 1
+    second = executor._pick("Option.v")
+    second.busy += 1
+    assert second is not first  # an idle node is taken before a busy one
+    third = executor._pick("List.v")  # List.v's node is busy, the third node is idle
+    third.busy += 1
+    assert len({id(first), id(second), id(third)}) == 3
+    for actor in executor.actors:
+        actor.busy = 0
+    # once idle again, each file goes back to a node that has it warm
+    assert executor._pick("Option.v") is second
+    assert executor._pick("List.v") in (first, third)
+    # an unreachable node is avoided while another can run the attempt
+    first.suspect_until = third.suspect_until = time.monotonic() + 60
+    assert executor._pick("List.v") is second

@@ -282,15 +282,18 @@ class RayExecutor:
         self._started_ray = True
 
     def _pick(self, route: str) -> _Actor:
-        """The actor that already has this file warm, unless another is much less busy.
+        """The least busy actor that has this file warm, unless another is less busy.
 
-        Actors that were just unreachable are picked only when no other is left.
+        A node with less to do takes the file (and keeps it warm from then on):
+        on a cluster with more nodes than files, every node works. Actors that
+        were just unreachable are picked only when no other is left.
         """
         now = time.monotonic()
         candidates = [a for a in self.actors if a.suspect_until <= now] or self.actors
-        warm = [a for a in candidates if route and route in a.routes]
         idle = min(candidates, key=lambda a: a.busy)
-        chosen = warm[0] if warm and warm[0].busy <= idle.busy + 1 else idle
+        warm = [a for a in candidates if route and route in a.routes]
+        coolest = min(warm, key=lambda a: a.busy) if warm else None
+        chosen = coolest if coolest is not None and coolest.busy <= idle.busy else idle
         if route:
             chosen.routes.add(route)
         return chosen
