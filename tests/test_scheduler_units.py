@@ -203,3 +203,70 @@ def test_ray_routing_keeps_a_file_warm_and_gives_idle_nodes_work() -> None:
     # an unreachable node is avoided while another can run the attempt
     first.suspect_until = third.suspect_until = time.monotonic() + 60
     assert executor._pick("List.v") is second
+
+
+def _bandit_with(record: dict[str, tuple[int, int]]) -> Bandit:
+    """A bandit that saw each strategy fail or win so many times, over two goal classes."""
+    bandit = Bandit("thompson", random.Random(0))
+    for name, (fails, wins) in record.items():
+        for i in range(fails + wins):
+            klass = "eq/nat" if i % 2 else "logic"
+            bandit.update(klass, name, success=i < wins, cpu_seconds=1.0)
+    return bandit
+
+
+def test_a_strategy_that_never_won_after_twenty_attempts_only_explores() -> None:
+    from proof_orchestrator.scheduler.budget import GoalBudget
+    from proof_orchestrator.scheduler.shares import EXPLORE_RATE, PlanCounts, plan_pass
+
+    names = ["micro", "search", "hammer"]
+    heavy = {"micro": False, "search": True, "hammer": True}
+    floors = {"search": 0.0, "hammer": 6.5}
+    # 19 attempts with no win: not enough evidence, hammer keeps its prior (every goal)
+    young = _bandit_with({"micro": (30, 5), "search": (20, 6), "hammer": (19, 0)})
+    rng = random.Random(1)
+    assert all(
+        "hammer" in plan_pass(young, "logic", names, heavy, floors, rng).names for _ in range(50)
+    )
+    # 20 attempts, no win: hammer runs on a seeded tenth of the goals, with its floor
+    bandit = _bandit_with({"micro": (30, 5), "search": (20, 6), "hammer": (20, 0)})
+    counts = PlanCounts()
+    used = {"micro": 0.0, "search": 0.0, "hammer": 0.0}
+    for _ in range(2000):
+        plan = plan_pass(bandit, "logic", names, heavy, floors, rng)
+        counts.count(plan)
+        assert plan.names[:2] == ["micro", "search"]
+        account = GoalBudget(10.0, {n: heavy[n] for n in plan.names}, plan.shares, plan.floors)
+        for name in plan.names:  # every strategy uses all it is granted: the worst case
+            granted = account.grant(name)
+            account.settle(granted, granted)
+            used[name] += granted
+    hammer = counts.as_dict()["hammer"]
+    assert hammer["ran"] == hammer["explored"]
+    assert abs(hammer["ran"] / 2000 - EXPLORE_RATE) < 0.03
+    assert hammer["ran"] + hammer["rested"] == 2000
+    assert used["hammer"] / sum(used.values()) < 0.15
+    # the same draws for the same seed
+    again = [
+        plan_pass(bandit, "logic", names, heavy, floors, random.Random(5)).names for _ in range(3)
+    ]
+    assert again == [
+        plan_pass(bandit, "logic", names, heavy, floors, random.Random(5)).names for _ in range(3)
+    ]
+    # one win puts it back on every goal
+    bandit.update("eq/nat", "hammer", success=True, cpu_seconds=5.0)
+    assert all(
+        "hammer" in plan_pass(bandit, "logic", names, heavy, floors, rng).names for _ in range(50)
+    )
+
+
+def test_when_every_strategy_rests_the_best_rated_one_still_runs() -> None:
+    from proof_orchestrator.scheduler.shares import plan_pass
+
+    bandit = _bandit_with({"micro": (25, 0), "search": (40, 0)})
+    bandit.update("logic", "search", success=False, cpu_seconds=1.0)
+    rng = random.Random(3)
+    for _ in range(100):
+        plan = plan_pass(bandit, "logic", ["micro", "search"], {"search": True}, {}, rng)
+        assert plan.names  # never an empty pass
+        assert set(plan.names) | plan.resting == {"micro", "search"}

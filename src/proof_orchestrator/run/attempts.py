@@ -29,6 +29,7 @@ from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import RaceResult, goal_pass
 from ..scheduler.queue import Mentions
+from ..scheduler.shares import PlanCounts, plan_pass
 from ..strategies.base import Strategy, StrategyResult
 from .live import LiveBoard
 from .reports import Candidate, FileReport, GoalReport
@@ -157,6 +158,8 @@ class AttemptRunner:
         #: attempts running now (this process's own CPU is shared among them)
         self.running = 0
         self._attempts = 0
+        #: per strategy, the goal passes it ran in, explored in, or rested from
+        self.plans = PlanCounts()
 
     @staticmethod
     def heavy_width(max_heavy: int, cpu_target: float) -> int:
@@ -180,11 +183,20 @@ class AttemptRunner:
         (it names another hole) wins only if no final one comes within the budget.
         """
         goal = item.hole.goal
-        names = self.strategies_for(goal.language)
         klass = goal_class(goal.statement)
+        every = self.strategies_for(goal.language)
+        floors = {n: getattr(self.strategies[n], "min_grant_seconds", 0.0) for n in every}
+        plan = plan_pass(
+            self.bandit,
+            klass,
+            every,
+            {n: self.strategies[n].weight == "heavy" for n in every},
+            floors,
+            self.bandit.rng,
+        )
+        self.plans.count(plan)
+        names = plan.names
         heavy = {n: self.strategies[n].weight == "heavy" for n in names}
-        shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
-        floors = {n: getattr(self.strategies[n], "min_grant_seconds", 0.0) for n in shares}
 
         async def attempt(name: str, account: GoalBudget) -> StrategyResult:
             return await self.attempt(item, name, klass, account)
@@ -193,13 +205,13 @@ class AttemptRunner:
         outcome = await goal_pass(
             self.bandit.rank(klass, names),
             heavy,
-            shares,
+            plan.shares,
             item.budget,
             self.portfolio_width,
             attempt,
             retry_errors=retry,
             final=final,
-            floors=floors,
+            floors=plan.floors,
         )
         if retry and any(r.outcome is Outcome.ERROR for r in outcome.results.values()):
             item.error_retried = True

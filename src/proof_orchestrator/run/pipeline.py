@@ -251,6 +251,7 @@ async def fill(
             report.build["rebuild_cpu_seconds"] = round(rebuild_cpu, 3)
         await tools.aclose()
         report.wall_seconds = time.monotonic() - started
+        report.strategy_plan = run.runner.plans.as_dict()
         summary = summarize(report)
         summary["cpu_target"] = options.orch.cpu_target
         summary["executor"] = options.orch.executor

@@ -110,6 +110,8 @@ class FillReport:
     live_publisher: dict[str, float] = field(default_factory=dict)
     #: per Ray node: attempts, warm share, prover CPU, lost (the Ray executor only)
     nodes: list[dict[str, Any]] = field(default_factory=list)
+    #: per strategy: the goal passes it ran in, explored in, rested from (scheduler.shares)
+    strategy_plan: dict[str, dict[str, int]] = field(default_factory=dict)
     #: the build before the search: files built, reused, failed; its CPU and wall seconds
     build: dict[str, float] = field(default_factory=dict)
     #: one line per file that could not be built: ``theories/x.v:12: error: ...``
@@ -189,6 +191,7 @@ def summarize(report: FillReport) -> dict[str, object]:
         "wall_seconds": round(report.wall_seconds, 3),
         "interrupted": report.interrupted,
         "per_strategy": per_strategy,
+        "strategy_plan": report.strategy_plan,
         "build": report.build,
         "unchecked_files": len(report.unchecked),
     }

@@ -159,6 +159,7 @@ async def run_bank(
                     "proved": report.proved,
                     "wall_seconds": round(report.wall_seconds, 3),
                     "live_publisher": report.live_publisher,
+                    "strategy_plan": report.strategy_plan,
                 }
             )
             if first is None:

@@ -1,0 +1,120 @@
+"""Which strategies a goal's pass runs, and their weights, from the bandit's evidence.
+
+Every strategy starts with its profile's prior: it runs on every goal, the
+expensive ones share the budget by their estimated success rate, and each
+keeps its floor (CoqHammer's ATPs need a few seconds). Evidence then moves
+the budget: a strategy that has had :data:`EXPLORE_AFTER` attempts on this
+project and no win runs only on a seeded :data:`EXPLORE_RATE` of the goals
+from then on (with its floor, so each of those tries is a real one), and its
+grant goes to the strategies that win. One win puts it back on every goal.
+
+The evidence is the bandit's arms summed over goal classes: the ledger keeps
+them across runs, so a second run on a project starts where the first ended.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .bandit import Bandit
+
+__all__ = [
+    "EXPLORE_AFTER",
+    "EXPLORE_RATE",
+    "PassPlan",
+    "PlanCounts",
+    "plan_pass",
+    "project_record",
+]
+
+#: attempts with no win after which a strategy only explores
+EXPLORE_AFTER = 20
+#: the share of goals an exploring strategy still runs on
+EXPLORE_RATE = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class PassPlan:
+    """What one pass over a goal runs."""
+
+    #: the strategies that run, in the order given
+    names: list[str]
+    #: the expensive strategies' weights (their success rate on the goal's class)
+    shares: dict[str, float]
+    #: CPU seconds below which an expensive strategy cannot work
+    floors: dict[str, float]
+    #: strategies that run on this goal only to explore (no win on the project yet)
+    exploring: frozenset[str]
+    #: strategies left out of this goal's pass (no win on the project yet)
+    resting: frozenset[str]
+
+
+def project_record(bandit: Bandit, strategy: str) -> tuple[int, int]:
+    """``strategy``'s attempts and wins over every goal class the bandit has seen."""
+    pulls = wins = 0
+    for (_, name), arm in bandit.items():
+        if name == strategy:
+            pulls += arm.pulls
+            wins += arm.successes
+    return pulls, wins
+
+
+def plan_pass(
+    bandit: Bandit,
+    klass: str,
+    names: Sequence[str],
+    heavy: Mapping[str, bool],
+    floors: Mapping[str, float],
+    rng: random.Random,
+) -> PassPlan:
+    """The strategies of one pass over a goal of class ``klass`` and their weights."""
+    kept: list[str] = []
+    exploring: set[str] = set()
+    resting: set[str] = set()
+    for name in names:
+        pulls, wins = project_record(bandit, name)
+        if pulls < EXPLORE_AFTER or wins > 0:
+            kept.append(name)
+        elif rng.random() < EXPLORE_RATE:
+            kept.append(name)
+            exploring.add(name)
+        else:
+            resting.add(name)
+    if not kept and names:
+        # every strategy is resting: the one the bandit rates best still runs
+        best = max(names, key=lambda n: bandit.success_rate(klass, n))
+        kept.append(best)
+        resting.discard(best)
+        exploring.add(best)
+    shares = {n: bandit.success_rate(klass, n) for n in kept if heavy.get(n, False)}
+    return PassPlan(
+        kept,
+        shares,
+        {n: floors.get(n, 0.0) for n in shares},
+        frozenset(exploring),
+        frozenset(resting),
+    )
+
+
+class PlanCounts:
+    """Per strategy: the goal passes it ran in, explored in, and rested from."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, dict[str, int]] = {}
+
+    def count(self, plan: PassPlan) -> None:
+        for name in plan.names:
+            entry = self._entry(name)
+            entry["ran"] += 1
+            if name in plan.exploring:
+                entry["explored"] += 1
+        for name in plan.resting:
+            self._entry(name)["rested"] += 1
+
+    def _entry(self, name: str) -> dict[str, int]:
+        return self._counts.setdefault(name, {"ran": 0, "explored": 0, "rested": 0})
+
+    def as_dict(self) -> dict[str, dict[str, int]]:
+        return {name: dict(entry) for name, entry in sorted(self._counts.items())}
