@@ -65,6 +65,10 @@ def test_board_counts_slots_goals_and_eta() -> None:
             assert state["slots"][1]["cpu_seconds"] is None  # no session open yet
             assert state["eta_seconds"] is None  # nothing done: no pace yet
     board.done = 2
+    assert board.snapshot(queue=2, governor=None)["eta_seconds"] is None  # no pass ended yet
+    for _ in range(2):
+        board.pace.pass_started()
+        board.pace.pass_ended(revisit=False, cpu_seconds=1.0, requeued=False)
     state = board.snapshot(queue=2, governor=None)
     assert state["slots"] == []
     assert state["queue"] == 2

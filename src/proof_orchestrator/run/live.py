@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import LedgerError
 from ..ledger import Ledger
 from ..scheduler.governor import CpuGovernor
+from .pace import PaceModel
 
 __all__ = [
     "LIVE_TRACE_POINTS",
@@ -113,8 +114,9 @@ class LiveBoard:
         self.total = 0
         self.done = 0
         self.proved = 0
-        self._started = time.monotonic()
         self._started_at = time.time()
+        #: the CPU the goal passes take, for the ETA
+        self.pace = PaceModel()
 
     @contextmanager
     def slot(
@@ -130,13 +132,14 @@ class LiveBoard:
             del self.slots[token]
 
     def eta_seconds(self) -> float | None:
-        """Seconds left at the pace so far (None before the first goal is done)."""
-        if not self.done:
-            return None
-        if self.total <= self.done:
+        """Seconds left at the pace so far (None before the first pass has ended).
+
+        From the CPU the goal passes take and the rate the run spends it
+        (:class:`~.pace.PaceModel`), not from goals per second.
+        """
+        if self.total and self.total <= self.done:
             return 0.0
-        elapsed = time.monotonic() - self._started
-        return round(elapsed / self.done * (self.total - self.done), 1)
+        return self.pace.eta_seconds(self.total)
 
     def snapshot(self, *, queue: int, governor: CpuGovernor | None) -> dict[str, Any]:
         """The JSON document published for this run."""

@@ -178,6 +178,20 @@ class GoalRun:
                 await self.changed.wait()
 
     async def prove(self, item: GoalItem) -> None:
+        """One pass over a goal; the live board's pace model counts it (the ETA)."""
+        revisit = item.revisits > 0 or item.retries_after_proofs > 0
+        revisits, cpu = item.revisits, item.report.cpu_seconds
+        self.live.pace.pass_started()
+        try:
+            await self._prove(item)
+        finally:
+            self.live.pace.pass_ended(
+                revisit=revisit,
+                cpu_seconds=item.report.cpu_seconds - cpu,
+                requeued=item.revisits > revisits,
+            )
+
+    async def _prove(self, item: GoalItem) -> None:
         goal = item.hole.goal
         if not item.replayed and self.options.reuse:
             item.replayed = True
