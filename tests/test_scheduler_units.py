@@ -242,9 +242,9 @@ def test_a_strategy_that_never_won_after_twenty_attempts_only_explores() -> None
             account.settle(granted, granted)
             used[name] += granted
     hammer = counts.as_dict()["hammer"]
-    assert hammer["ran"] == hammer["explored"]
-    assert abs(hammer["ran"] / 2000 - EXPLORE_RATE) < 0.03
-    assert hammer["ran"] + hammer["rested"] == 2000
+    assert hammer["planned"] == hammer["explored"]
+    assert abs(hammer["planned"] / 2000 - EXPLORE_RATE) < 0.03
+    assert hammer["planned"] + hammer["rested"] == 2000
     assert used["hammer"] / sum(used.values()) < 0.15
     # the same draws for the same seed
     again = [

@@ -100,7 +100,7 @@ def fill_json(report: FillReport) -> dict[str, Any]:
         "wall_seconds": round(report.wall_seconds, 3),
         # what learning from the visible proofs cost this process (mining, the cache)
         "learning": MINING.as_dict(),
-        # per strategy: goal passes it ran in, explored in, or rested from (no win yet)
+        # per strategy: goal passes it was planned in, explored in, or rested from (no win yet)
         "strategy_plan": report.strategy_plan,
         "files": [
             {

@@ -158,7 +158,7 @@ class AttemptRunner:
         #: attempts running now (this process's own CPU is shared among them)
         self.running = 0
         self._attempts = 0
-        #: per strategy, the goal passes it ran in, explored in, or rested from
+        #: per strategy, the goal passes it was planned in, explored in, or rested from
         self.plans = PlanCounts()
 
     @staticmethod

@@ -99,7 +99,7 @@ def plan_pass(
 
 
 class PlanCounts:
-    """Per strategy: the goal passes it ran in, explored in, and rested from."""
+    """Per strategy: the goal passes it was planned in, explored in, and rested from."""
 
     def __init__(self) -> None:
         self._counts: dict[str, dict[str, int]] = {}
@@ -107,14 +107,14 @@ class PlanCounts:
     def count(self, plan: PassPlan) -> None:
         for name in plan.names:
             entry = self._entry(name)
-            entry["ran"] += 1
+            entry["planned"] += 1
             if name in plan.exploring:
                 entry["explored"] += 1
         for name in plan.resting:
             self._entry(name)["rested"] += 1
 
     def _entry(self, name: str) -> dict[str, int]:
-        return self._counts.setdefault(name, {"ran": 0, "explored": 0, "rested": 0})
+        return self._counts.setdefault(name, {"planned": 0, "explored": 0, "rested": 0})
 
     def as_dict(self) -> dict[str, dict[str, int]]:
         return {name: dict(entry) for name, entry in sorted(self._counts.items())}
