@@ -110,7 +110,7 @@ class FillReport:
     live_publisher: dict[str, float] = field(default_factory=dict)
     #: per Ray node: attempts, warm share, prover CPU, lost (the Ray executor only)
     nodes: list[dict[str, Any]] = field(default_factory=list)
-    #: per strategy: the goal passes it ran in, explored in, rested from (scheduler.shares)
+    #: per strategy: the goal passes it was planned in, explored in, rested from (scheduler.shares)
     strategy_plan: dict[str, dict[str, int]] = field(default_factory=dict)
     #: the build before the search: files built, reused, failed; its CPU and wall seconds
     build: dict[str, float] = field(default_factory=dict)
