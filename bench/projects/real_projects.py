@@ -32,8 +32,10 @@ import argparse
 import collections
 import json
 import os
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -76,6 +78,94 @@ def checkout_of(orch: Path) -> dict:
     return info
 
 
+class LiveSampler(threading.Thread):
+    """Reads the run's live row (goals done, total, the ETA) from the clone's ledger."""
+
+    def __init__(self, ledger: Path, every: float = 5.0) -> None:
+        super().__init__(daemon=True)
+        self.ledger, self.every = ledger, every
+        self.samples: list[dict] = []
+        self.stop = threading.Event()
+        self.started = time.monotonic()
+
+    def run(self) -> None:
+        while not self.stop.wait(self.every):
+            if not self.ledger.exists():
+                continue
+            try:
+                with sqlite3.connect(f"file:{self.ledger}?mode=ro", uri=True, timeout=2) as db:
+                    row = db.execute("SELECT state FROM live_runs ORDER BY run_id DESC").fetchone()
+            except sqlite3.Error:
+                continue
+            if row is None:
+                continue
+            state = json.loads(row[0])
+            goals = state.get("goals", {})
+            self.samples.append(
+                {
+                    "t": round(time.monotonic() - self.started, 1),
+                    "done": goals.get("done"),
+                    "total": goals.get("total"),
+                    "eta_seconds": state.get("eta_seconds"),
+                    "cpu_share": (state.get("cpu") or {}).get("measured"),
+                }
+            )
+
+
+def eta_errors(samples: list[dict], wall: float) -> dict:
+    """At 20, 50 and 80 % of the goals done: the ETA shown against the time really left."""
+    out = {}
+    for fraction in (0.2, 0.5, 0.8):
+        at = next(
+            (
+                s
+                for s in samples
+                if s["total"] and s["done"] is not None and s["done"] >= fraction * s["total"]
+            ),
+            None,
+        )
+        if at is None or at["eta_seconds"] is None:
+            out[f"{round(fraction * 100)}%"] = None
+            continue
+        left = max(wall - at["t"], 1e-9)
+        out[f"{round(fraction * 100)}%"] = {
+            "t": at["t"],
+            "eta_seconds": at["eta_seconds"],
+            "true_seconds_left": round(left, 1),
+            "ratio": round(at["eta_seconds"] / left, 3),
+        }
+    return out
+
+
+def strategy_shares(ledger: Path, after: int = 20) -> dict:
+    """Per strategy, from the ledger's attempts: attempts, CPU, its share of the
+    attempts' CPU, wins (candidates), and, for one with no win in its first ``after``
+    attempts, its share of the attempts' CPU from its ``after``-th attempt on."""
+    with sqlite3.connect(f"file:{ledger}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT id, strategy, outcome, cpu_seconds FROM attempts ORDER BY id"
+        ).fetchall()
+    total = sum(r[3] for r in rows) or 1e-9
+    out: dict = {}
+    for name in sorted({r[1] for r in rows}):
+        mine = [r for r in rows if r[1] == name]
+        entry = {
+            "attempts": len(mine),
+            "cpu_seconds": round(sum(r[3] for r in mine), 1),
+            "cpu_share": round(sum(r[3] for r in mine) / total, 3),
+            "wins": sum(1 for r in mine if r[2] in ("candidate", "proved")),
+        }
+        if len(mine) >= after and not any(r[2] in ("candidate", "proved") for r in mine[:after]):
+            since = mine[after - 1][0]
+            later = [r for r in rows if r[0] > since]
+            own = sum(r[3] for r in later if r[1] == name)
+            entry[f"cpu_share_after_{after}_attempts_without_a_win"] = round(
+                own / (sum(r[3] for r in later) or 1e-9), 3
+            )
+        out[name] = entry
+    return out
+
+
 def one_lib(lib: str, a: argparse.Namespace, env: dict) -> dict:
     pristine = a.pristine / lib
     record = json.loads((a.pristine / f"{lib}.record.json").read_text())
@@ -110,8 +200,18 @@ def one_lib(lib: str, a: argparse.Namespace, env: dict) -> dict:
         build.pop("stdout")
         result["dune_build"] = build
         print(lib, "dune build", build["rc"], build["cpu_s"], flush=True)
-    run = timed_env([str(a.orch), "fill", ".", "--json"], clone, env)
+    sampler = LiveSampler(clone / ".orch" / "ledger.sqlite")
+    sampler.start()
+    run = timed_env([str(a.orch), "fill", ".", "--json", *a.fill_arg], clone, env)
+    sampler.stop.set()
     goals, report = proved(run.pop("stdout"))
+    cores = os.cpu_count() or 1
+    target = float(a.cpu_target)
+    result["cpu_over_wall_of_target"] = round(run["cpu_s"] / run["wall_s"] / cores / target, 3)
+    result["eta"] = eta_errors(sampler.samples, run["wall_s"])
+    result["live_samples"] = sampler.samples
+    ledger = clone / ".orch" / "ledger.sqlite"
+    result["strategies"] = strategy_shares(ledger) if ledger.exists() else {}
     result["fill"] = {k: v for k, v in run.items() if k != "cmd"}
     result["fill"]["cmd"] = run["cmd"]
     result["rc"] = run["rc"]
@@ -198,6 +298,18 @@ def main() -> int:
     ap.add_argument("--results", type=Path, default=ACC / "results")
     ap.add_argument("--tag", default="baseline")
     ap.add_argument("--dune-built", action="store_true", help="dune build the clone first")
+    ap.add_argument(
+        "--fill-arg",
+        action="append",
+        default=[],
+        help="an option passed to orch fill (repeat it: --fill-arg=--budget --fill-arg=160)",
+    )
+    ap.add_argument(
+        "--cpu-target",
+        default="0.5",
+        help="the CPU target the fill runs at (pass it with --fill-arg too when not 0.5), "
+        "for the CPU-over-wall figure",
+    )
     ap.add_argument("--summary", action="store_true", help="print the tag's table, run nothing")
     ap.add_argument("--against", help="with --summary: the tag to compare with (baseline)")
     a = ap.parse_args()
@@ -220,7 +332,8 @@ def main() -> int:
             f"{lib}: rc {result['rc']}, proved {result['proved_count']}/{result['holes']}, "
             f"one-sentence {len(result['one_sentence_proved'])}/"
             f"{len(result['one_sentence_holes'])}, CPU {result['cpu_s']} s, "
-            f"wall {result['wall_s']} s, wins {result['wins']} -> {out}",
+            f"wall {result['wall_s']} s, wins {result['wins']}, CPU/wall of target "
+            f"{result['cpu_over_wall_of_target']}, ETA {result['eta']} -> {out}",
             flush=True,
         )
     return 0
