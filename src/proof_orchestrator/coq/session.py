@@ -35,6 +35,7 @@ from ..project.statedir import ScratchFolder
 from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.process import run_command
 from ..provers.settings import CoqSettings
+from .backto import back_to, back_to_sentence, check_landed
 from .coqtop import CoqTop, Reply
 from .pool import ProcessPool
 from .syntax import Sentence, one_sentence, split_sentences
@@ -122,6 +123,11 @@ class CoqSession:
             self._prover.pool.mark_warm(self._top, wanted_by)
 
     async def _open(self) -> None:
+        # nothing of a process this session had before holds in the next one: until the
+        # new one is loaded the session has no position (a failed reload leaves it closed,
+        # not pointing the new process at the old one's states)
+        self._root = self._current = None
+        self._line = []
         self._top = await self._prover.pool.acquire(self._prefix)
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
@@ -206,14 +212,8 @@ class CoqSession:
         if self._current == state:
             return
         if self._on_line(state):
-            reply = await top.send(
-                f"BackTo {state.token}.",
-                self._prover.settings.load_timeout,
-                checked=True,
-                measure=False,  # bookkeeping: the next measured reply counts its CPU
-            )
-            if reply.state != state.token:
-                raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
+            async with self._position_kept_on_cancel():
+                await back_to(top, state.token, self._prover.settings.load_timeout)
             self._moved_to(state)
             return
         reached = await self.reach(state.script, timeout=self._prover.settings.load_timeout)
@@ -245,23 +245,38 @@ class CoqSession:
         after going back or rebuilding it now; and the state the sentence will run from
         (``origin``, or the state rebuilt for it)."""
         if self._current != origin and self._on_line(origin):
-            return [f"BackTo {origin.token}."], origin
+            return [back_to_sentence(origin.token)], origin
         await self.back_to(origin)
         return [], self.current
 
-    def _landed(self, replies: Sequence[Reply], origin: ProofState) -> Reply:
+    async def _landed(self, replies: Sequence[Reply], origin: ProofState) -> Reply:
         """The sentence's reply, once a ``BackTo`` sent before it is checked."""
         if len(replies) == 2:
-            if replies[0].state != origin.token:
-                raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
+            await check_landed(self._require_top(), replies[0], origin.token)
             self._moved_to(origin)
         return replies[-1]
 
     def _lose_position(self) -> None:
         """After a cancelled request: a salvaged process lives on at a state not known
         here, so the next request goes back by ``BackTo`` (the root always holds)."""
-        self._line = [self.root]
+        if self._root is None:
+            return  # cancelled while opening: nothing is held yet
+        self._line = [self._root]
         self._current = ProofState((), -1, self._generation)
+
+    @asynccontextmanager
+    async def _position_kept_on_cancel(self) -> AsyncIterator[None]:
+        """For the block (requests to coqtop): if it is cancelled, the position is lost.
+
+        A warm process survives a cancelled request (its reply is salvaged), so
+        coqtop may have moved although this session saw no reply: every request,
+        a ``BackTo`` or a query too, not only a tactic, forgets where coqtop is.
+        """
+        try:
+            yield
+        except asyncio.CancelledError:
+            self._lose_position()
+            raise
 
     async def run_tactic(
         self,
@@ -321,7 +336,7 @@ class CoqSession:
             # some tactics kill coqtop (a stack overflow): that tactic failed, the session goes on
             await self._replace_process()
             return TacticResult(TacticStatus.FAILED, self._rebased(origin), message=str(exc))
-        reply = self._landed(replies, origin)
+        reply = await self._landed(replies, origin)
         if reply.state == base.token:
             status = (
                 TacticStatus.TIMEOUT
@@ -348,7 +363,8 @@ class CoqSession:
         if not display.strip():
             # coqtop sometimes prints no goals for the first command after a
             # BackTo; ask for them (Show changes nothing in the proof)
-            shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
+            async with self._position_kept_on_cancel():
+                shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
             display = shown.output
         if _NO_MORE_GOALS.search(display):
             # the output can carry information (e.g. hammer's reconstruction tactic)
@@ -378,7 +394,7 @@ class CoqSession:
         except (ProverHung, ProverCrashed):
             await self._replace_process()
             return None
-        reply = self._landed(replies, state)
+        reply = await self._landed(replies, state)
         if reply.state == base.token:
             return False, reply.output
         self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
@@ -415,18 +431,14 @@ class CoqSession:
             return False, result.message
         top = self._require_top()
         before = top.current
-        closed = await top.send("Qed.", self._prover.settings.load_timeout, checked=True)
-        if closed.state == before:
-            await self.back_to(self.root)
-            return False, closed.output
-        assumptions = await top.send(
-            f"Print Assumptions {name}.", self._prover.settings.load_timeout
-        )
-        reply = await top.send(
-            f"BackTo {self.root.token}.", self._prover.settings.load_timeout, checked=True
-        )
-        if reply.state != self.root.token:
-            raise ProverError(f"BackTo {self.root.token} landed on state {reply.state}")
+        wait = self._prover.settings.load_timeout
+        async with self._position_kept_on_cancel():
+            closed = await top.send("Qed.", wait, checked=True)
+            if closed.state == before:
+                await self.back_to(self.root)
+                return False, closed.output
+            assumptions = await top.send(f"Print Assumptions {name}.", wait)
+            await back_to(top, self.root.token, wait, measure=True)
         self._moved_to(self.root)
         return True, assumptions.output
 
@@ -442,10 +454,11 @@ class CoqSession:
         top = self._require_top()
         origin = self.current
         wait = timeout if timeout is not None else self._prover.settings.load_timeout
-        for setting in options:
-            await top.send(setting, wait, checked=True, measure=False)
-        reply = await top.send(command, wait)
-        await self._return_after_query(top, origin)
+        async with self._position_kept_on_cancel():
+            for setting in options:
+                await top.send(setting, wait, checked=True, measure=False)
+            reply = await top.send(command, wait)
+            await self._return_after_query(top, origin)
         return reply.output
 
     async def locate_ltac(self, qualified: str) -> str | None:
@@ -457,8 +470,9 @@ class CoqSession:
         top = self._require_top()
         origin = self.current
         basename = qualified.rsplit(".", 1)[-1]
-        reply = await top.send(f"Locate Ltac {basename}.", self._prover.settings.load_timeout)
-        await self._return_after_query(top, origin)
+        async with self._position_kept_on_cancel():
+            reply = await top.send(f"Locate Ltac {basename}.", self._prover.settings.load_timeout)
+            await self._return_after_query(top, origin)
         lines = reply.output.splitlines()
         for index, line in enumerate(lines):
             if line.strip() == f"Ltac {qualified}":
@@ -473,14 +487,7 @@ class CoqSession:
 
     async def _return_after_query(self, top: CoqTop, origin: ProofState) -> None:
         """A query advanced coqtop's state number; go back to ``origin``."""
-        reply = await top.send(
-            f"BackTo {origin.token}.",
-            self._prover.settings.load_timeout,
-            checked=True,
-            measure=False,  # bookkeeping: the next measured reply counts its CPU
-        )
-        if reply.state != origin.token:
-            raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
+        await back_to(top, origin.token, self._prover.settings.load_timeout)
         self._moved_to(origin)
 
     def _rebased(self, state: ProofState) -> ProofState:
