@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.coq.coqtop import CoqTop
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.goals import Goal, HoleKind
 
 FILE_A = [

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError
-from ..errors import ProverHung
-from ..provers.process import run_sync
 from ..coq.strategies.hammer import HAMMER_LIBEXEC
+from ..errors import ProverHung
 from ..lean.session import registry_path
 from ..llm.server import server_status
 from ..llm.settings import llm_off_reason, load_llm_settings
+from ..provers.process import run_sync
 
 __all__ = ["Check", "run_checks"]
 

@@ -1,8 +1,8 @@
-"""The Coq backend: proof sessions on a warm ``coqtop``.
+"""A proof session at one hole, on a warm ``coqtop``.
 
-:class:`CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for one
-project (one set of ``-Q``/``-R`` flags) in a :class:`~.pool.ProcessPool`. A
-session positions a process at a hole by sending the file's sentences up to
+:class:`~.prover.CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for
+one project (one set of ``-Q``/``-R`` flags) in a :class:`~.pool.ProcessPool`
+and opens sessions. A session positions a process at a hole by sending the file's sentences up to
 the statement; the process remembers what it loaded, so the next hole of the
 same file (or any file with the same opening) only sends what differs, after
 a ``BackTo``.
@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
 
 from ..errors import (
     PrefixError,
@@ -31,16 +32,14 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..goals import Goal
-from ..project.statedir import ScratchFolder
 from ..provers.base import ProofState, TacticResult, TacticStatus
-from ..provers.process import run_command
 from ..provers.settings import CoqSettings
 from .backto import back_to, back_to_sentence, check_landed
 from .coqtop import CoqTop, Reply
 from .pool import ProcessPool
-from .syntax import Sentence, one_sentence, split_sentences
+from .syntax import one_sentence
 
-__all__ = ["NO_MICROMEGA_CACHE", "CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
+__all__ = ["NO_MICROMEGA_CACHE", "NO_NOTATIONS", "CoqSession", "PrefixError", "SessionOwner"]
 
 _NO_MORE_GOALS = re.compile(r"^No more goals\.$", re.M)
 _GOAL_COUNT = re.compile(r"^(\d+) goals?\b", re.M)
@@ -56,12 +55,26 @@ NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache."
 NO_NOTATIONS = ("Unset Printing Notations.",)
 
 
+class SessionOwner(Protocol):
+    """What a session needs of the :class:`~.prover.CoqProver` that opened it."""
+
+    #: the project's ``-Q``/``-R`` flags, and where its files are
+    flags: tuple[str, ...]
+    cwd: str | None
+    settings: CoqSettings
+    pool: ProcessPool
+
+    def session_at(
+        self, goal: Goal, prefix: Sequence[str], *, statement_index: int | None = None
+    ) -> AbstractAsyncContextManager[CoqSession]: ...
+
+
 class CoqSession:
-    """A proof of one goal in one coqtop. Made by :meth:`CoqProver.session`."""
+    """A proof of one goal in one coqtop. Made by :meth:`~.prover.CoqProver.session`."""
 
     def __init__(
         self,
-        prover: CoqProver,
+        prover: SessionOwner,
         goal: Goal,
         prefix: Sequence[str],
         statement_index: int | None = None,
@@ -91,7 +104,7 @@ class CoqSession:
         return tuple(self._prefix)
 
     @property
-    def prover(self) -> CoqProver:
+    def prover(self) -> SessionOwner:
         return self._prover
 
     def side_session(
@@ -508,100 +521,3 @@ def _split_goals(output: str) -> tuple[str, ...]:
     blocks = re.split(r"\n\s*goal \d+ \(ID \d+\) is:\n", text)
     first = re.sub(r"^\d+ goals? \(ID \d+\)\s*\n", "", blocks[0]).strip("\n")
     return tuple(b.strip("\n").rstrip() for b in [first, *blocks[1:]] if b.strip())
-
-
-class CoqProver:
-    """Sessions on holes of one Coq project."""
-
-    name = "coq"
-
-    def __init__(
-        self,
-        flags: Sequence[str] = (),
-        *,
-        cwd: str | None = None,
-        workdir: ScratchFolder | None = None,
-        settings: CoqSettings | None = None,
-        throttle: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        self.flags = tuple(flags)
-        self.cwd = cwd
-        #: where the processes run instead of ``cwd`` (made at the first one, removed
-        #: at :meth:`aclose`): what coqtop writes where it runs stays in there
-        self.workdir = workdir
-        self.settings = settings or CoqSettings()
-        #: awaited before every sentence sent (the CPU governor's gate)
-        self.throttle = throttle
-        #: the idle processes and what each has loaded
-        self.pool = ProcessPool(self.settings, self._start)
-        #: sentences of recently used source texts
-        self._split_cache: dict[str, list[Sentence]] = {}
-
-    async def version(self) -> str:
-        run = await run_command([self.settings.coqtop, "--version"], timeout=30)
-        first = run.output.splitlines()[0] if run.output else ""
-        match = re.search(r"version (\S+)", first)
-        return match.group(1) if match else first
-
-    def session(
-        self, goal: Goal, source: str, prefix_end: int, statement_start: int | None = None
-    ) -> AbstractAsyncContextManager[CoqSession]:
-        """A session at ``goal``: ``source[:prefix_end]`` is loaded first.
-
-        ``statement_start``, the offset of the goal's statement, lets the session
-        open :meth:`CoqSession.side_session`.
-        """
-        codes = self._prefix_codes(source, prefix_end)
-        index = None
-        if statement_start is not None:
-            index = sum(1 for s in self._split_cache[source] if s.end <= statement_start)
-            codes = [*codes[:index], *NO_MICROMEGA_CACHE, *codes[index:]]
-            index += len(NO_MICROMEGA_CACHE)
-        return self.session_at(goal, codes, statement_index=index)
-
-    @asynccontextmanager
-    async def session_at(
-        self, goal: Goal, prefix: Sequence[str], *, statement_index: int | None = None
-    ) -> AsyncIterator[CoqSession]:
-        """A session after the sentences ``prefix`` (the last one opens the goal)."""
-        session = CoqSession(self, goal, prefix, statement_index)
-        try:
-            await session._open()
-            yield session
-        finally:
-            await session.aclose()
-
-    def _prefix_codes(self, source: str, prefix_end: int) -> list[str]:
-        """Sentence codes of ``source`` up to ``prefix_end`` (the split is cached per text)."""
-        sentences = self._split_cache.get(source)
-        if sentences is None:
-            if len(self._split_cache) >= 16:
-                self._split_cache.pop(next(iter(self._split_cache)))
-            sentences = self._split_cache[source] = split_sentences(source)
-        return [s.code for s in sentences if s.end <= prefix_end]
-
-    @property
-    def started(self) -> int:
-        """Processes started over the prover's life."""
-        return self.pool.started
-
-    async def aclose(self) -> None:
-        await self.pool.aclose()
-        if self.workdir is not None:
-            self.workdir.close()
-
-    async def _start(self) -> CoqTop:
-        # in the work folder, which is also its TMPDIR: CoqHammer's temporary files
-        # (``/tmp/predict*``), left behind when a timed-out process is killed, go with it
-        workdir = str(self.workdir.path()) if self.workdir is not None else None
-        top = CoqTop(
-            self.flags,
-            cwd=workdir or self.cwd,
-            temp_dir=workdir,
-            executable=self.settings.coqtop,
-            start_timeout=self.settings.start_timeout,
-            throttle=self.throttle,
-            memory_bytes=self.settings.memory_mb * 1024**2 if self.settings.memory_mb else None,
-        )
-        await top.start()
-        return top

@@ -3,9 +3,10 @@
 This is the one module that starts processes: :func:`spawn` (a prover driven
 over pipes), :func:`run_command` (a batch command, awaited) and
 :func:`run_sync` (a batch command from synchronous code: ``orch doctor``,
-git, reading a project's description). Every child runs in its own process group (``start_new_session=True``) so
-that Ctrl-C in the terminal does not reach it and so that stopping it also
-stops whatever it started (CoqHammer's ATPs, for instance). Stopping is
+git, reading a project's description). Every child runs in its own process
+group (``start_new_session=True``) so that Ctrl-C in the terminal does not
+reach it and so that stopping it also stops whatever it started
+(CoqHammer's ATPs, for instance). Stopping is
 SIGTERM to the group, a grace period, SIGKILL to the group, and always a
 ``wait()`` so that no zombie is left behind.
 """
@@ -436,10 +437,8 @@ def _stop_group_sync(proc: subprocess.Popen[str], grace: float = 1.0) -> None:
     ``grace`` seconds, SIGKILL the group, and always reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGTERM)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        pass
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     # also reads and closes the pipes, which a straggler may hold open
