@@ -20,6 +20,7 @@ import pytest
 
 from proof_orchestrator.coq.coqtop import CoqTop
 from proof_orchestrator.coq.prover import CoqProver
+from proof_orchestrator.coq.session import NO_NOTATIONS
 from proof_orchestrator.goals import Goal, HoleKind
 
 FILE_A = [
@@ -77,5 +78,31 @@ async def test_a_cancelled_back_to_in_the_pool_leaves_a_true_record() -> None:
             assert again.pid == top.pid
             done = await again.run_tactic("reflexivity.", timeout=5)
             assert done.ok
+    finally:
+        await prover.aclose()
+
+
+async def test_a_cancelled_query_on_a_warm_process_loses_the_position() -> None:
+    """The session's side of the same salvage: a query cancelled after its first
+    sentence (``Unset Printing Notations.``) ran must not leave the next tactic on the
+    query's state (with notations off), as if nothing had run."""
+    prover = CoqProver()
+    try:
+        async with prover.session_at(_goal("a_lemma"), FILE_A) as session:
+            session.mark_warm()
+            top = session._top
+            assert top is not None
+            before = top.requests
+            task = asyncio.create_task(session.query("Print nat.", options=NO_NOTATIONS))
+            while top.requests == before:
+                assert not task.done(), task
+                await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert top.alive
+            shown = await session.run_tactic("idtac.", timeout=5)
+            assert shown.ok
+            assert "a0 + 0 = a0" in shown.goals[0], shown.goals
     finally:
         await prover.aclose()

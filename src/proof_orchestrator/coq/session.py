@@ -88,6 +88,9 @@ class CoqSession:
         self._generation = 0
         self._root: ProofState | None = None
         self._current: ProofState | None = None
+        #: coqtop may not be at ``_current`` (a cancelled request was salvaged): the
+        #: next request goes back by ``BackTo`` first, whatever it runs from
+        self._lost = False
         #: the states coqtop holds now, from the root to the current one, each one
         #: sentence after the one before (coqtop keeps one line: going back to a
         #: state drops those after it, so only these can be reached with ``BackTo``)
@@ -151,6 +154,7 @@ class CoqSession:
         self._root = ProofState((), root_token, self._generation)
         self._current = self._root
         self._line = [self._root]
+        self._lost = False
 
     async def _replace_process(self) -> None:
         if self._top is not None:
@@ -210,6 +214,7 @@ class CoqSession:
             else:  # not seen arrive: only it and the root are known to be held
                 self._line = [self.root] if state == self.root else [self.root, state]
         self._current = state
+        self._lost = False
 
     def _on_line(self, state: ProofState) -> bool:
         return state == self._root or (state.generation == self._generation and state in self._line)
@@ -222,7 +227,7 @@ class CoqSession:
         script starts with.
         """
         top = self._require_top()
-        if self._current == state:
+        if self._current == state and not self._lost:
             return
         if self._on_line(state):
             async with self._position_kept_on_cancel():
@@ -257,7 +262,7 @@ class CoqSession:
         write (one round trip instead of two) when coqtop holds ``origin``, else none
         after going back or rebuilding it now; and the state the sentence will run from
         (``origin``, or the state rebuilt for it)."""
-        if self._current != origin and self._on_line(origin):
+        if (self._lost or self._current != origin) and self._on_line(origin):
             return [back_to_sentence(origin.token)], origin
         await self.back_to(origin)
         return [], self.current
@@ -275,7 +280,8 @@ class CoqSession:
         if self._root is None:
             return  # cancelled while opening: nothing is held yet
         self._line = [self._root]
-        self._current = ProofState((), -1, self._generation)
+        self._current = self._root
+        self._lost = True
 
     @asynccontextmanager
     async def _position_kept_on_cancel(self) -> AsyncIterator[None]:
