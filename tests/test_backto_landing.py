@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.coq.backto import back_to
 from proof_orchestrator.coq.coqtop import CoqTop
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.session import NO_NOTATIONS
+from proof_orchestrator.errors import ProverDesync
 from proof_orchestrator.goals import Goal, HoleKind
 
 FILE_A = [
@@ -106,3 +108,14 @@ async def test_a_cancelled_query_on_a_warm_process_loses_the_position() -> None:
             assert "a0 + 0 = a0" in shown.goals[0], shown.goals
     finally:
         await prover.aclose()
+
+
+async def test_a_back_to_that_lands_elsewhere_kills_the_process() -> None:
+    """A ``BackTo`` to a state coqtop does not hold is a record gone wrong: the process
+    is killed (it goes back to no pool) and the error is a ProverDesync."""
+    async with CoqTop() as top:
+        await top.send("Definition x := 0.", 10)
+        with pytest.raises(ProverDesync, match="BackTo 99 landed on state 2"):
+            await back_to(top, 99, 10)
+        assert not top.alive
+        assert top.returncode is not None

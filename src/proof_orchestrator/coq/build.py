@@ -1,7 +1,7 @@
 """Building a Coq project's files before a run: the file graph and ``.orch/build``.
 
 The graph comes from ``coqdep`` run with the project's ``-Q``/``-R``/``-I``
-flags (:meth:`CoqBuilder.graph`, the one way it runs). Whether a file's
+flags (:meth:`CoqBuilder.read_graph`, the one way it runs). Whether a file's
 compiled form is up to date is :mod:`.manifest`'s question; compiling one
 file is :mod:`.compiler`'s; reading coqc's errors is :mod:`.build_output`'s.
 
