@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 
 from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.closers import (
     ProjectClosers,
     defined_closers,

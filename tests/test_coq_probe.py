@@ -7,7 +7,7 @@ from pathlib import Path
 
 from proof_orchestrator.coq.holes import scan_coq_file
 from proof_orchestrator.coq.probe import probe, probe_sentence
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.provers.base import TacticStatus
 
 SOURCE = """\

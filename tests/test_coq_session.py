@@ -12,7 +12,7 @@ import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_file
 from proof_orchestrator.coq.pool import _Loaded
-from proof_orchestrator.coq.session import CoqProver, CoqSettings
+from proof_orchestrator.coq.prover import CoqProver, CoqSettings
 from proof_orchestrator.coq.strategies.hammer import HAMMER_PREAMBLE, hammer_environment
 from proof_orchestrator.errors import PrefixError
 from proof_orchestrator.project.statedir import ScratchFolder

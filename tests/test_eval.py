@@ -276,7 +276,7 @@ async def test_the_eval_audit_trusts_earlier_proofs_and_the_goals_own_original_p
     from proof_orchestrator.coq.audit import TrustBase
     from proof_orchestrator.coq.evaluation import GoalAudit, _checked
     from proof_orchestrator.coq.holes import declared_axioms, qed_proofs
-    from proof_orchestrator.coq.session import CoqProver
+    from proof_orchestrator.coq.prover import CoqProver
     from proof_orchestrator.goals import Budget, Outcome
     from proof_orchestrator.strategies.base import StrategyResult
 

@@ -12,8 +12,8 @@ from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.holes import qed_proofs
 from proof_orchestrator.coq.project import coq_library_roots, project_for
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import check_script, passes_gate
-from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies import proof_terms
 from proof_orchestrator.coq.strategies.case_split import (
     backward_reconstructions,
@@ -245,7 +245,7 @@ async def test_a_script_the_gate_refuses_is_never_tried(tmp_path: Path) -> None:
     """coqtop accepts the first script (``*)`` is no comment to it); the gate would
     throw its proof away, so the quick strategy must skip it and win with the second."""
     from proof_orchestrator.coq.holes import scan_coq_file
-    from proof_orchestrator.coq.session import CoqProver
+    from proof_orchestrator.coq.prover import CoqProver
     from proof_orchestrator.coq.strategies.hammer import _Scripts
 
     text = "Lemma t : True.\nAdmitted.\n"
@@ -306,7 +306,7 @@ async def _scripts_that_close(path: Path, text: str, scripts: list[str]) -> list
     """The ``scripts`` that close the one hole of ``text`` (written to ``path``), each
     run from the goal's root in a real Coq session."""
     from proof_orchestrator.coq.holes import scan_coq_file
-    from proof_orchestrator.coq.session import CoqProver
+    from proof_orchestrator.coq.prover import CoqProver
 
     path.write_text(text, encoding="utf-8")
     (hole,) = scan_coq_file(path)

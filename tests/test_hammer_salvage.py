@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_file
-from proof_orchestrator.coq.session import CoqProver, CoqSession
+from proof_orchestrator.coq.prover import CoqProver
+from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.strategies.hammer import (
     HAMMER_LIBEXEC,
     HAMMER_PREAMBLE,

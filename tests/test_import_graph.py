@@ -287,3 +287,85 @@ def test_nothing_outside_the_command_line_imports_it() -> None:
             continue
         inside = sorted(t for t in targets if t == cli or t.startswith(f"{cli}."))
         assert not inside, f"{module} imports {inside}"
+
+
+#: the one module that starts child processes (process group, memory cap, timeout)
+PROCESS_LAUNCHER = f"{PACKAGE}.provers.process"
+#: functions that start a process without the launcher
+_PROCESS_STARTERS = frozenset(
+    {
+        "create_subprocess_exec",
+        "create_subprocess_shell",
+        "subprocess_exec",
+        "subprocess_shell",
+        "system",
+        "popen",
+        "fork",
+        "forkpty",
+        "posix_spawn",
+        "posix_spawnp",
+        *(f"exec{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+        *(f"spawn{s}" for s in ("l", "le", "lp", "lpe", "v", "ve", "vp", "vpe")),
+    }
+)
+
+
+def process_starts(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """(line, what) for each place in ``tree`` that imports :mod:`subprocess` or starts a
+    process with something other than the launcher (``asyncio.create_subprocess_exec``,
+    ``os.system``, ``os.fork``...)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "subprocess":
+                    yield node.lineno, f"import {alias.name}"
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] == "subprocess":
+                yield node.lineno, f"from {node.module} import ..."
+            elif node.module == "asyncio" and any(a.name == "subprocess" for a in node.names):
+                yield node.lineno, "from asyncio import subprocess"
+            elif node.module in ("os", "asyncio", "pty") and any(
+                a.name in _PROCESS_STARTERS or a.name == "spawn" for a in node.names
+            ):
+                yield node.lineno, f"from {node.module} import a process starter"
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else ""
+            owner = (
+                func.value.id
+                if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)
+                else ""
+            )
+            if name in _PROCESS_STARTERS and (owner in ("os", "asyncio") or "subprocess" in name):
+                yield node.lineno, f"{owner or '...'}.{name}()"
+            elif owner == "pty" and name == "spawn":
+                yield node.lineno, "pty.spawn()"
+
+
+def test_the_process_check_sees_every_way_to_start_a_process() -> None:
+    """The rule can fail: each of these starts a process without the launcher."""
+    source = (
+        "import subprocess\n"
+        "from subprocess import run\n"
+        "import asyncio, os\n"
+        "async def f(loop):\n"
+        "    await asyncio.create_subprocess_exec('coqc')\n"
+        "    await loop.subprocess_exec(object, 'coqc')\n"
+        "    os.system('make')\n"
+        "    os.execvp('coqtop', ['coqtop'])\n"
+        "x: asyncio.subprocess.Process | None = None\n"
+    )
+    found = sorted(line for line, _ in process_starts(ast.parse(source)))
+    assert found == [1, 2, 5, 6, 7, 8]
+
+
+def test_only_the_launcher_starts_processes() -> None:
+    """Every child process starts through ``provers/process.py`` (its own process group,
+    the memory cap, a timeout): no ``subprocess`` and no other process starter elsewhere."""
+    offenders = [
+        f"{name}:{line}: {what}"
+        for name, path in package_modules().items()
+        if name != PROCESS_LAUNCHER
+        for line, what in process_starts(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+    ]
+    assert not offenders, offenders

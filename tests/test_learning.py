@@ -11,7 +11,7 @@ import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.learning import Learning, loaded_libraries
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.analogy import (
     AnalogyStrategy,
     adapted_scripts,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from proof_orchestrator.coq.holes import qed_proofs
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.lemma_search import (
     LemmaSearch,
     PlainGoal,

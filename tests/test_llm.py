@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from proof_orchestrator.cli import app
 from proof_orchestrator.config import load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import GateRefusal, check_script
-from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.llm import LLMSearchStrategy, LLMStrategy, llm_strategies
 from proof_orchestrator.coq.strategies.llm_prompt import parse_script, parse_tactics
 from proof_orchestrator.errors import ScriptRejected

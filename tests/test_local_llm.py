@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import check_script
-from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.llm import LLMStrategy
 from proof_orchestrator.coq.strategies.llm_prompt import parse_script
 from proof_orchestrator.errors import ScriptRejected

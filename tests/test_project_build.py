@@ -16,7 +16,8 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.coq.backend import CoqBackend
-from proof_orchestrator.coq.build import CoqBuilder, first_error
+from proof_orchestrator.coq.build import CoqBuilder
+from proof_orchestrator.coq.build_output import first_error
 from proof_orchestrator.coq.dune import NO_NATIVE
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.project import project_for
@@ -211,10 +212,10 @@ def test_first_error_skips_warnings(tmp_path: Path) -> None:
     run = subprocess.run(["coqc", str(source)], capture_output=True, text=True, cwd=tmp_path)
     output = run.stdout + run.stderr
     assert "Warning" in output
-    file, line, message = first_error(output)
-    assert (Path(file or "").name, line) == ("w.v", 4)
-    assert "\n" not in message
-    assert not message.startswith("Warning")
+    error = first_error(output)
+    assert (Path(error.file or "").name, error.line) == ("w.v", 4)
+    assert "\n" not in error.message
+    assert not error.message.startswith("Warning")
 
 
 def test_dune_theories_are_read_as_their_flags(tmp_path: Path) -> None:

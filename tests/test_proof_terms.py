@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import WRAP_WIDTH, check_script, format_script
-from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.proof_terms import (
     leading_binders,
     printed_terms,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proof_orchestrator.cli.fill import fill_json
-from proof_orchestrator.coq.session import CoqSettings
+from proof_orchestrator.coq.prover import CoqSettings
 from proof_orchestrator.coq.strategies.micro import InductionStrategy, MicroStrategy
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader

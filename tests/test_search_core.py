@@ -9,7 +9,7 @@ from pathlib import Path
 
 from proof_orchestrator import search
 from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.states import CoqStates
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.search.bestfirst import SearchEnd, best_first, priority

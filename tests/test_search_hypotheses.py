@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.hypotheses import hypothesis_tactics
 from proof_orchestrator.coq.strategies.search import SearchStrategy
 from proof_orchestrator.goals import Budget, Outcome

@@ -13,8 +13,8 @@ import pytest
 
 from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.holes import qed_proofs, scan_coq_text
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import check_script
-from proof_orchestrator.coq.session import CoqProver
 from proof_orchestrator.coq.strategies.hammer import (
     HAMMER_LIBEXEC,
     HAMMER_PREAMBLE,

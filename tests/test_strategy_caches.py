@@ -12,7 +12,7 @@ from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
 from proof_orchestrator.coq.holes import CoqHole, qed_proofs
 from proof_orchestrator.coq.learning import module_source
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.knn import FileModels
 from proof_orchestrator.coq.strategies.retrieval import (
     Premise,

@@ -3,8 +3,9 @@
 The prover-neutral surface is re-exported here: ``fill``, its options and
 reports, goals, budgets, the ledger, the strategy seam and the errors. What
 belongs to one prover stays in its package (the engine reaches it through the
-backend registry): ``proof_orchestrator.coq.session`` (``CoqProver``, ``CoqSession``,
-``CoqSettings``), ``proof_orchestrator.coq.verify`` (``CoqVerifier``),
+backend registry): ``proof_orchestrator.coq.prover`` (``CoqProver``,
+``CoqSettings``), ``proof_orchestrator.coq.session`` (``CoqSession``),
+``proof_orchestrator.coq.verify`` (``CoqVerifier``),
 ``proof_orchestrator.coq.strategies.micro`` (``MicroStrategy``), and their
 Lean counterparts under ``proof_orchestrator.lean``.
 """

@@ -7,15 +7,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import ConfigError
 from ..coq.strategies.hammer import HAMMER_LIBEXEC
+from ..errors import ProverHung
 from ..lean.session import registry_path
 from ..llm.server import server_status
 from ..llm.settings import llm_off_reason, load_llm_settings
+from ..provers.process import run_sync
 
 __all__ = ["Check", "run_checks"]
 
@@ -32,8 +33,8 @@ class Check:
 
 def _version(argv: list[str]) -> str:
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = run_sync(argv, timeout=20)
+    except (OSError, ProverHung) as exc:
         return f"(failed: {exc})"
     text = (done.stdout or done.stderr).strip()
     first = text.splitlines()[0] if text else ""

@@ -22,8 +22,8 @@ from .project import (
     project_for,
     working_folder_flags,
 )
+from .prover import CoqProver
 from .script import check_script
-from .session import CoqProver
 from .strategies.analogy import AnalogyStrategy
 from .strategies.hammer import TACTICS_IMPORT, HammerStrategy, SautoStrategy, hammer_environment
 from .strategies.knn import FileModels

@@ -26,15 +26,12 @@ from pathlib import Path
 
 from ..goals import BreakKind, HoleKind
 from ..strategies.repairing import classify_error
+from .build_output import messages
 from .holes import CoqHole, DeclaredProof, iter_proofs, proof_hole
 from .syntax import sentence_keyword, split_sentences
 
 __all__ = ["BrokenProof", "Detection", "classify", "error_offset", "find_broken"]
 
-#: ``File "x.v", line 12, characters 4-19:`` (``coqc``'s location of a message)
-_LOCATION = re.compile(
-    r'^File "[^"]*", line (?P<line>\d+), characters (?P<start>\d+)-\d+:\s*$', re.M
-)
 #: the proof endings whose proofs ``orch repair`` repairs
 _REPAIRED_ENDINGS = frozenset({"Qed", "Defined"})
 
@@ -78,20 +75,17 @@ def error_offset(text: str, output: str) -> tuple[int, str] | None:
     Coq gives a line and a byte column; warnings, which have locations too,
     are skipped. None when the output locates no error.
     """
-    headers = list(_LOCATION.finditer(output))
-    for index, header in enumerate(headers):
-        end = headers[index + 1].start() if index + 1 < len(headers) else len(output)
-        body = output[header.end() : end].strip()
-        if not body.startswith("Error"):
-            continue
-        message = " ".join(body.removeprefix("Error:").split())
-        lines = text.split("\n")
-        number = int(header["line"]) - 1
-        if number >= len(lines):
-            return len(text), message
-        column = len(lines[number].encode()[: int(header["start"])].decode(errors="ignore"))
-        return sum(len(line) + 1 for line in lines[:number]) + column, message
-    return None
+    error = next((m for m in messages(output) if m.is_error), None)
+    if error is None:
+        return None
+    # the whole message (first_error caps it): the repair classifies it by its words
+    message = " ".join(error.body.removeprefix("Error:").split())
+    lines = text.split("\n")
+    number = error.line - 1
+    if number >= len(lines):
+        return len(text), message
+    column = len(lines[number].encode()[: error.start].decode(errors="ignore"))
+    return sum(len(line) + 1 for line in lines[:number]) + column, message
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,16 +1,9 @@
-"""Building a Coq project's files before a run: the file graph, ``.orch/build``, errors.
+"""Building a Coq project's files before a run: the file graph and ``.orch/build``.
 
 The graph comes from ``coqdep`` run with the project's ``-Q``/``-R``/``-I``
-flags. A file's compiled form is looked for in two places:
-
-* ``.orch/build/<the file's path>.vo``, where orch compiles
-  (``coqc <flags> -o .orch/build/theories/x.vo theories/x.v``): up to date
-  when ``.orch/build/manifest.json`` holds the SHA-256 of the source it was
-  built from and the stamps (size, mtime) of the ``.vo`` files it was built
-  against, and these are still the ones on disk;
-* the user's own ``theories/x.vo`` (``make`` put it there): up to date when it
-  is newer than its source and every dependency it needs is the user's and
-  older, as ``make`` would judge.
+flags (:meth:`CoqBuilder.read_graph`, the one way it runs). Whether a file's
+compiled form is up to date is :mod:`.manifest`'s question; compiling one
+file is :mod:`.compiler`'s; reading coqc's errors is :mod:`.build_output`'s.
 
 Each ``-Q``/``-R`` folder under the root is mapped a second time, to its
 mirror in ``.orch/build``, after the project's own: Coq's later binding wins,
@@ -22,21 +15,14 @@ outside ``.orch/``. With a build command of the user's (``--build "make
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import graphlib
-import hashlib
-import json
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProverError
+from ..errors import ProverError, ProverHung
 from ..project.statedir import build_root, make_state_dir
 from ..provers.build import (
     BuildFailure,
@@ -48,37 +34,18 @@ from ..provers.build import (
     ReadersWriter,
     StepCallback,
 )
-from ..provers.process import resolve, run_command
+from ..provers.process import resolve, run_command, run_sync
 from .build_output import first_error, parse_coqdep
+from .compiler import compile_file
+from .manifest import BuildManifest, Choice
 from .project import CoqProject
 
-__all__ = ["CoqBuilder", "first_error", "parse_coqdep"]
+__all__ = ["CoqBuilder"]
 
 #: folders never searched for sources
 _SKIPPED = frozenset({"_build", "_opam", "node_modules"})
-_MANIFEST = "manifest.json"
-
-
-def _stamp(path: Path) -> str | None:
-    try:
-        stat = path.stat()
-    except OSError:
-        return None
-    return f"{stat.st_size}:{stat.st_mtime_ns}"
-
-
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@dataclass(slots=True)
-class _Choice:
-    """The compiled form chosen for one file and whether it is up to date."""
-
-    state: FileBuild
-    output: Path
-    #: the output is the user's (``theories/x.vo``), not orch's
-    users: bool = False
+#: seconds one ``coqdep`` may take
+_COQDEP_TIMEOUT = 600.0
 
 
 class CoqBuilder:
@@ -112,14 +79,16 @@ class CoqBuilder:
         #: texts compiled in place of the files on disk (``orch repair``: a file with
         #: broken proofs, as the files that import it should see it)
         self.overrides: dict[Path, str] = {}
+        self.manifest = BuildManifest(
+            self.root,
+            self.build_dir,
+            lambda source: None if self.command else self.output_of(source),
+            self.overrides,
+        )
 
     def override(self, source: Path, text: str) -> None:
         """Build ``source`` from ``text`` from now on, not from the file on disk."""
         self.overrides[source.resolve()] = text
-
-    def _source_sha(self, source: Path) -> str:
-        text = self.overrides.get(source)
-        return hashlib.sha256(text.encode()).hexdigest() if text is not None else _sha(source)
 
     # -- the load path ------------------------------------------------------------------
 
@@ -198,22 +167,23 @@ class CoqBuilder:
         }
         return self._graph
 
-    def _read_graph(self) -> dict[Path, set[Path]]:
+    def read_graph(self) -> dict[Path, set[Path]]:
+        """Run ``coqdep`` on the project's sources now: file -> the project files it imports.
+
+        The one way coqdep runs (synchronous: :meth:`model` is; the async paths
+        call it in a thread, :meth:`_read_graph_async`).
+        """
         sources = self.sources()
         if not sources:
-            return {}
+            self._graph = {}
+            return self._graph
         output = ""
         for argv in self._coqdep_argvs(sources):
             try:
-                run = subprocess.run(
-                    [resolve(argv[0]), *argv[1:]],
-                    cwd=self.root,
-                    capture_output=True,
-                    text=True,
-                    timeout=600,
-                    check=False,
+                run = run_sync(
+                    [resolve(argv[0]), *argv[1:]], cwd=self.root, timeout=_COQDEP_TIMEOUT
                 )
-            except (OSError, subprocess.TimeoutExpired) as exc:
+            except (OSError, ProverHung) as exc:
                 raise ProverError(
                     f"coqdep could not read the project at {self.root}: {exc}"
                 ) from exc
@@ -221,14 +191,7 @@ class CoqBuilder:
         return self._set_graph(sources, output)
 
     async def _read_graph_async(self) -> dict[Path, set[Path]]:
-        sources = self.sources()
-        if not sources:
-            self._graph = {}
-            return self._graph
-        output = ""
-        for argv in self._coqdep_argvs(sources):
-            output += (await run_command(argv, cwd=str(self.root), timeout=600)).output + "\n"
-        return self._set_graph(sources, output)
+        return await asyncio.to_thread(self.read_graph)
 
     @staticmethod
     def _order(graph: dict[Path, set[Path]]) -> list[Path]:
@@ -252,75 +215,12 @@ class CoqBuilder:
                     best = (depth, full)
         return best[1] if best else source.stem
 
-    def _manifest(self) -> dict[str, dict[str, object]]:
-        try:
-            data = json.loads((self.build_dir / _MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    def _save_manifest(self, manifest: dict[str, dict[str, object]]) -> None:
-        make_state_dir(self.build_dir)
-        scratch = self.build_dir / f".{_MANIFEST}.{os.getpid()}"
-        scratch.write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(scratch, self.build_dir / _MANIFEST)
-
-    def _key(self, source: Path) -> str:
-        return (
-            str(source.relative_to(self.root)) if source.is_relative_to(self.root) else str(source)
-        )
-
-    def _assess(
-        self,
-        source: Path,
-        deps: set[Path],
-        chosen: dict[Path, _Choice],
-        manifest: dict[str, dict[str, object]],
-    ) -> _Choice:
-        """Where ``source``'s up-to-date compiled form is, if anywhere (its deps assessed)."""
-        users = source.with_suffix(".vo")
-        ours = None if self.command else self.output_of(source)
-        deps_fresh = all(chosen[d].state is FileBuild.BUILT for d in deps if d in chosen)
-        if ours is not None and ours.exists():
-            entry = manifest.get(self._key(source), {})
-            fresh = (
-                entry.get("source") == self._source_sha(source)
-                and entry.get("stamp") == _stamp(ours)
-                and entry.get("deps") == self._dep_stamps(deps, chosen)
-            )
-            if fresh and deps_fresh:
-                return _Choice(FileBuild.BUILT, ours)
-        if users.exists() and source not in self.overrides:
-            mtime = users.stat().st_mtime_ns
-            own_deps = all(
-                chosen[d].users and chosen[d].output.stat().st_mtime_ns <= mtime
-                for d in deps
-                if d in chosen
-            )
-            if mtime >= source.stat().st_mtime_ns and own_deps and deps_fresh:
-                return _Choice(FileBuild.BUILT, users, users=True)
-        if ours is not None and ours.exists():
-            return _Choice(FileBuild.STALE, ours)
-        if users.exists():
-            return _Choice(FileBuild.STALE, users, users=True)
-        return _Choice(FileBuild.MISSING, ours or users, users=ours is None)
-
-    @staticmethod
-    def _dep_stamps(deps: set[Path], chosen: dict[Path, _Choice]) -> dict[str, str | None]:
-        return {
-            str(chosen[d].output): _stamp(chosen[d].output) for d in sorted(deps) if d in chosen
-        }
-
-    def _assess_all(self, graph: dict[Path, set[Path]]) -> tuple[list[Path], dict[Path, _Choice]]:
-        manifest = self._manifest()
+    def _assess_all(self, graph: dict[Path, set[Path]]) -> tuple[list[Path], dict[Path, Choice]]:
         order = self._order(graph)
-        chosen: dict[Path, _Choice] = {}
-        for source in order:
-            chosen[source] = self._assess(source, graph.get(source, set()), chosen, manifest)
-        return order, chosen
+        return order, self.manifest.assess_all(order, graph)
 
     def model(self) -> ProjectModel:
-        graph = self._graph if self._graph is not None else self._read_graph()
+        graph = self._graph if self._graph is not None else self.read_graph()
         order, chosen = self._assess_all(graph)
         files = tuple(
             ProjectFile(
@@ -416,14 +316,14 @@ class CoqBuilder:
         on_step: StepCallback | None,
     ) -> None:
         order, first = self._assess_all(graph)
-        manifest = self._manifest()
+        entries = self.manifest.read()
         total = sum(1 for p in needed if first[p].state is not FileBuild.BUILT)
-        chosen: dict[Path, _Choice] = {}
+        chosen: dict[Path, Choice] = {}
         todo = set(needed)
         broken: set[Path] = set()
         for source in order:
             deps = graph.get(source, set())
-            choice = self._assess(source, deps, chosen, manifest)
+            choice = self.manifest.assess(source, deps, chosen, entries)
             chosen[source] = choice
             if source not in todo:
                 continue
@@ -431,7 +331,8 @@ class CoqBuilder:
             if choice.state is FileBuild.BUILT:
                 result.reused.append(source)
                 if choice.users and ours is not None and ours.exists():
-                    self._remove_ours(source, ours, manifest)  # it would shadow the user's
+                    # it would shadow the user's
+                    self.manifest.remove_ours(entries, source, ours)
                 continue
             if deps & broken:
                 broken.add(source)
@@ -451,63 +352,24 @@ class CoqBuilder:
                 result.failed.append(failure or BuildFailure(source, None, "not built"))
                 broken.add(source)
                 continue
-            manifest[self._key(source)] = {
-                "source": self._source_sha(source),
-                "stamp": _stamp(ours),
-                "deps": self._dep_stamps(deps, chosen),
-            }
-            self._save_manifest(manifest)
-            chosen[source] = _Choice(FileBuild.BUILT, ours)
+            self.manifest.record(entries, source, ours, deps, chosen)
+            chosen[source] = Choice(FileBuild.BUILT, ours)
             result.built.append(source)
 
-    def _remove_ours(
-        self, source: Path, ours: Path, manifest: dict[str, dict[str, object]]
-    ) -> None:
-        for suffix in (".vo", ".vok", ".vos", ".glob"):
-            with contextlib.suppress(OSError):
-                ours.with_suffix(suffix).unlink()
-        if manifest.pop(self._key(source), None) is not None:
-            self._save_manifest(manifest)
-
     async def _compile(self, source: Path, ours: Path, result: BuildResult) -> BuildFailure | None:
-        """``coqc`` into a scratch folder, then moved into place at once: a prover loading
-        the old ``.vo`` meanwhile never reads half a file. ``coqc`` names the library
-        by where its output is on the load path, so the scratch folder is mapped to
-        the module's logical folder; the output keeps the source's name, as ``coqc``
-        wants."""
-        make_state_dir(ours.parent)
-        scratch = Path(tempfile.mkdtemp(prefix=".coqc-", dir=self.build_dir))
-        prefix = self.logical(source).rpartition(".")[0]
-        compiled = source
-        if source in self.overrides:
-            compiled = scratch / source.name
-            compiled.write_text(self.overrides[source], encoding="utf-8")
-        try:
-            run = await run_command(
-                [
-                    self.coqc,
-                    *self.flags_for(source),
-                    *("-Q", str(scratch), prefix),
-                    *("-o", str(scratch / ours.name)),
-                    str(compiled),
-                ],
-                # in .orch/build: what coqc leaves in its folder (.lia.cache) stays out of the tree
-                cwd=str(self.build_dir),
-                timeout=self.timeout,
-            )
-            result.cpu_seconds += run.cpu_seconds
-            if run.returncode != 0:
-                file, line, message = first_error(run.output)
-                where = source
-                if file is not None:
-                    where = Path(file) if Path(file).is_absolute() else self.root / file
-                return BuildFailure(where.resolve(), line, f"error: {message}")
-            for suffix in (".vok", ".vos", ".glob", ".vo"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(scratch / ours.with_suffix(suffix).name, ours.with_suffix(suffix))
-            return None
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        compiled = await compile_file(
+            self.coqc,
+            self.flags_for(source),
+            source,
+            logical=self.logical(source),
+            output=ours,
+            build_dir=self.build_dir,
+            root=self.root,
+            text=self.overrides.get(source),
+            timeout=self.timeout,
+        )
+        result.cpu_seconds += compiled.cpu_seconds
+        return compiled.failure
 
     async def _run_users_command(
         self,
@@ -530,18 +392,20 @@ class CoqBuilder:
         )
         result.cpu_seconds += run.cpu_seconds
         _, chosen = self._assess_all(graph)
-        file, line, message = first_error(run.output)
+        error = first_error(run.output)
         for source in stale:
             if chosen[source].state is FileBuild.BUILT:
                 result.built.append(source)
                 continue
             if any(d in {f.path for f in result.failed} for d in self._closure(graph, source)):
                 continue
-            named = file is not None and (self.root / file).resolve() == source
+            named = error.file is not None and (self.root / error.file).resolve() == source
             why = (
-                f"error: {message}" if run.returncode != 0 else f"`{self.command}` did not build it"
+                f"error: {error.message}"
+                if run.returncode != 0
+                else f"`{self.command}` did not build it"
             )
-            result.failed.append(BuildFailure(source, line if named else None, why))
+            result.failed.append(BuildFailure(source, error.line if named else None, why))
         if on_step is not None:
             on_step(BuildStep(stale[0], 1, 1, done=True, ok=not result.failed))
 
@@ -550,11 +414,12 @@ class CoqBuilder:
     def explain(self, path: Path, output: str) -> str:
         """``file:line: error: message`` for a failed compilation of ``path`` (its copy
         in a scratch folder is named as ``path``)."""
-        file, line, message = first_error(output)
+        error = first_error(output)
         where = path
-        if file is not None and Path(file).name != path.name:
-            where = (self.root / file).resolve() if not Path(file).is_absolute() else Path(file)
-        return BuildFailure(where, line, f"error: {message}").one_line(self.root)
+        if error.file is not None and Path(error.file).name != path.name:
+            file = Path(error.file)
+            where = file if file.is_absolute() else (self.root / file).resolve()
+        return BuildFailure(where, error.line, f"error: {error.message}").one_line(self.root)
 
     def _suggested_command(self) -> str:
         makefile = "coq_makefile -f _CoqProject -o CoqMakefile && make -f CoqMakefile"

@@ -33,11 +33,13 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..errors import ProverHung
+from ..provers.process import run_sync
 
 __all__ = [
     "NO_NATIVE",
@@ -347,20 +349,17 @@ def _ask_dune(root: Path, targets: Sequence[tuple[str, Path]]) -> dict[str, tupl
         build = Path(scratch).resolve() / "_build"
         wanted = [str(f.with_suffix(".vo").relative_to(root)) for f in first.values()]
         try:
-            run = subprocess.run(
+            run = run_sync(
                 [dune, "rules", "--root", str(root), "--build-dir", str(build), *wanted],
                 cwd=root,
-                capture_output=True,
-                text=True,
                 timeout=_ASK_TIMEOUT,
-                check=False,
                 # dune's shared cache left alone; run from a dune rule, not as one
                 env={
                     **{k: v for k, v in os.environ.items() if k != "INSIDE_DUNE"},
                     "DUNE_CACHE": "disabled",
                 },
             )
-        except (OSError, subprocess.SubprocessError):
+        except (OSError, ProverHung):
             return {}
         if run.returncode != 0:
             return {}

@@ -37,8 +37,9 @@ from .audit import (
 )
 from .holes import CoqHole, declared_axioms, functor_parameters, qed_proofs
 from .project import project_for
+from .prover import CoqProver
 from .script import check_script
-from .session import NO_MICROMEGA_CACHE, CoqProver, CoqSession
+from .session import NO_MICROMEGA_CACHE, CoqSession
 from .strategies.hammer import (
     HAMMER_PREAMBLE,
     HammerStrategy,

@@ -35,8 +35,9 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import PrefixError, ProverError, SessionClosed
+from ..errors import PrefixError, SessionClosed
 from ..provers.settings import CoqSettings
+from .backto import back_to
 from .coqtop import CoqTop
 
 __all__ = ["ProcessPool"]
@@ -172,12 +173,15 @@ class ProcessPool:
         loaded = self._loaded[id(top)]
         common = loaded.common(prefix)
         target = loaded.states[common - 1] if common else loaded.base
-        if top.current != target:
-            reply = await top.send(f"BackTo {target}.", self.settings.load_timeout, checked=True)
-            if reply.state != target:
-                raise ProverError(f"BackTo {target} landed on state {reply.state}")
+        # forget the states past ``target`` before going back, not after: a request
+        # cancelled on a warm process lives on (its reply is salvaged), so the
+        # ``BackTo`` may have happened when the cancel reaches us here, and a record
+        # that still listed the dropped states sent the next session to one of them
+        # (``BackTo 5824 landed on state 1``)
         del loaded.codes[common:]
         del loaded.states[common:]
+        if top.current != target:
+            await back_to(top, target, self.settings.load_timeout)
         # the rest of the prefix goes in one write (one round trip, not one per sentence);
         # a sentence that fails leaves the state number where it was
         codes = prefix[common:]

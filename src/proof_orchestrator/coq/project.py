@@ -20,11 +20,12 @@ import functools
 import os
 import re
 import shlex
-import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import ProverHung
+from ..provers.process import run_sync
 from .dune import DuneTheory, dune_theories
 
 __all__ = [
@@ -121,10 +122,9 @@ def coq_library_roots(coqc: str = "coqc") -> tuple[tuple[Path, str], ...]:
     (``Coq``), as ``coqc -where`` places them."""
     roots = [(Path(p), "") for p in os.environ.get("COQPATH", "").split(os.pathsep) if p]
     try:
-        where = subprocess.run(
-            [coqc, "-where"], capture_output=True, text=True, timeout=60, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
+        run = run_sync([coqc, "-where"], timeout=60)
+        where = run.stdout.strip() if run.returncode == 0 else ""
+    except (OSError, ProverHung):
         where = ""  # no coqc here: nothing is mapped by it
     if where:
         roots += [(Path(where) / "theories", "Coq"), (Path(where) / "user-contrib", "")]

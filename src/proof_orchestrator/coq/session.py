@@ -1,8 +1,8 @@
-"""The Coq backend: proof sessions on a warm ``coqtop``.
+"""A proof session at one hole, on a warm ``coqtop``.
 
-:class:`CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for one
-project (one set of ``-Q``/``-R`` flags) in a :class:`~.pool.ProcessPool`. A
-session positions a process at a hole by sending the file's sentences up to
+:class:`~.prover.CoqProver` keeps idle :class:`~.coqtop.CoqTop` processes for
+one project (one set of ``-Q``/``-R`` flags) in a :class:`~.pool.ProcessPool`
+and opens sessions. A session positions a process at a hole by sending the file's sentences up to
 the statement; the process remembers what it loaded, so the next hole of the
 same file (or any file with the same opening) only sends what differs, after
 a ``BackTo``.
@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
 
 from ..errors import (
     PrefixError,
@@ -31,15 +32,14 @@ from ..errors import (
     SourceSyntaxError,
 )
 from ..goals import Goal
-from ..project.statedir import ScratchFolder
 from ..provers.base import ProofState, TacticResult, TacticStatus
-from ..provers.process import run_command
 from ..provers.settings import CoqSettings
+from .backto import back_to, back_to_sentence, check_landed
 from .coqtop import CoqTop, Reply
 from .pool import ProcessPool
-from .syntax import Sentence, one_sentence, split_sentences
+from .syntax import one_sentence
 
-__all__ = ["NO_MICROMEGA_CACHE", "CoqProver", "CoqSession", "CoqSettings", "PrefixError"]
+__all__ = ["NO_MICROMEGA_CACHE", "NO_NOTATIONS", "CoqSession", "PrefixError", "SessionOwner"]
 
 _NO_MORE_GOALS = re.compile(r"^No more goals\.$", re.M)
 _GOAL_COUNT = re.compile(r"^(\d+) goals?\b", re.M)
@@ -55,12 +55,26 @@ NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache."
 NO_NOTATIONS = ("Unset Printing Notations.",)
 
 
+class SessionOwner(Protocol):
+    """What a session needs of the :class:`~.prover.CoqProver` that opened it."""
+
+    #: the project's ``-Q``/``-R`` flags, and where its files are
+    flags: tuple[str, ...]
+    cwd: str | None
+    settings: CoqSettings
+    pool: ProcessPool
+
+    def session_at(
+        self, goal: Goal, prefix: Sequence[str], *, statement_index: int | None = None
+    ) -> AbstractAsyncContextManager[CoqSession]: ...
+
+
 class CoqSession:
-    """A proof of one goal in one coqtop. Made by :meth:`CoqProver.session`."""
+    """A proof of one goal in one coqtop. Made by :meth:`~.prover.CoqProver.session`."""
 
     def __init__(
         self,
-        prover: CoqProver,
+        prover: SessionOwner,
         goal: Goal,
         prefix: Sequence[str],
         statement_index: int | None = None,
@@ -74,6 +88,9 @@ class CoqSession:
         self._generation = 0
         self._root: ProofState | None = None
         self._current: ProofState | None = None
+        #: coqtop may not be at ``_current`` (a cancelled request was salvaged): the
+        #: next request goes back by ``BackTo`` first, whatever it runs from
+        self._lost = False
         #: the states coqtop holds now, from the root to the current one, each one
         #: sentence after the one before (coqtop keeps one line: going back to a
         #: state drops those after it, so only these can be reached with ``BackTo``)
@@ -90,7 +107,7 @@ class CoqSession:
         return tuple(self._prefix)
 
     @property
-    def prover(self) -> CoqProver:
+    def prover(self) -> SessionOwner:
         return self._prover
 
     def side_session(
@@ -122,6 +139,11 @@ class CoqSession:
             self._prover.pool.mark_warm(self._top, wanted_by)
 
     async def _open(self) -> None:
+        # nothing of a process this session had before holds in the next one: until the
+        # new one is loaded the session has no position (a failed reload leaves it closed,
+        # not pointing the new process at the old one's states)
+        self._root = self._current = None
+        self._line = []
         self._top = await self._prover.pool.acquire(self._prefix)
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
@@ -132,6 +154,7 @@ class CoqSession:
         self._root = ProofState((), root_token, self._generation)
         self._current = self._root
         self._line = [self._root]
+        self._lost = False
 
     async def _replace_process(self) -> None:
         if self._top is not None:
@@ -191,6 +214,7 @@ class CoqSession:
             else:  # not seen arrive: only it and the root are known to be held
                 self._line = [self.root] if state == self.root else [self.root, state]
         self._current = state
+        self._lost = False
 
     def _on_line(self, state: ProofState) -> bool:
         return state == self._root or (state.generation == self._generation and state in self._line)
@@ -203,17 +227,11 @@ class CoqSession:
         script starts with.
         """
         top = self._require_top()
-        if self._current == state:
+        if self._current == state and not self._lost:
             return
         if self._on_line(state):
-            reply = await top.send(
-                f"BackTo {state.token}.",
-                self._prover.settings.load_timeout,
-                checked=True,
-                measure=False,  # bookkeeping: the next measured reply counts its CPU
-            )
-            if reply.state != state.token:
-                raise ProverError(f"BackTo {state.token} landed on state {reply.state}")
+            async with self._position_kept_on_cancel():
+                await back_to(top, state.token, self._prover.settings.load_timeout)
             self._moved_to(state)
             return
         reached = await self.reach(state.script, timeout=self._prover.settings.load_timeout)
@@ -244,24 +262,40 @@ class CoqSession:
         write (one round trip instead of two) when coqtop holds ``origin``, else none
         after going back or rebuilding it now; and the state the sentence will run from
         (``origin``, or the state rebuilt for it)."""
-        if self._current != origin and self._on_line(origin):
-            return [f"BackTo {origin.token}."], origin
+        if (self._lost or self._current != origin) and self._on_line(origin):
+            return [back_to_sentence(origin.token)], origin
         await self.back_to(origin)
         return [], self.current
 
-    def _landed(self, replies: Sequence[Reply], origin: ProofState) -> Reply:
+    async def _landed(self, replies: Sequence[Reply], origin: ProofState) -> Reply:
         """The sentence's reply, once a ``BackTo`` sent before it is checked."""
         if len(replies) == 2:
-            if replies[0].state != origin.token:
-                raise ProverError(f"BackTo {origin.token} landed on state {replies[0].state}")
+            await check_landed(self._require_top(), replies[0], origin.token)
             self._moved_to(origin)
         return replies[-1]
 
     def _lose_position(self) -> None:
         """After a cancelled request: a salvaged process lives on at a state not known
         here, so the next request goes back by ``BackTo`` (the root always holds)."""
-        self._line = [self.root]
-        self._current = ProofState((), -1, self._generation)
+        if self._root is None:
+            return  # cancelled while opening: nothing is held yet
+        self._line = [self._root]
+        self._current = self._root
+        self._lost = True
+
+    @asynccontextmanager
+    async def _position_kept_on_cancel(self) -> AsyncIterator[None]:
+        """For the block (requests to coqtop): if it is cancelled, the position is lost.
+
+        A warm process survives a cancelled request (its reply is salvaged), so
+        coqtop may have moved although this session saw no reply: every request,
+        a ``BackTo`` or a query too, not only a tactic, forgets where coqtop is.
+        """
+        try:
+            yield
+        except asyncio.CancelledError:
+            self._lose_position()
+            raise
 
     async def run_tactic(
         self,
@@ -321,7 +355,7 @@ class CoqSession:
             # some tactics kill coqtop (a stack overflow): that tactic failed, the session goes on
             await self._replace_process()
             return TacticResult(TacticStatus.FAILED, self._rebased(origin), message=str(exc))
-        reply = self._landed(replies, origin)
+        reply = await self._landed(replies, origin)
         if reply.state == base.token:
             status = (
                 TacticStatus.TIMEOUT
@@ -348,7 +382,8 @@ class CoqSession:
         if not display.strip():
             # coqtop sometimes prints no goals for the first command after a
             # BackTo; ask for them (Show changes nothing in the proof)
-            shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
+            async with self._position_kept_on_cancel():
+                shown = await top.send("Show.", self._prover.settings.load_timeout, checked=True)
             display = shown.output
         if _NO_MORE_GOALS.search(display):
             # the output can carry information (e.g. hammer's reconstruction tactic)
@@ -378,7 +413,7 @@ class CoqSession:
         except (ProverHung, ProverCrashed):
             await self._replace_process()
             return None
-        reply = self._landed(replies, state)
+        reply = await self._landed(replies, state)
         if reply.state == base.token:
             return False, reply.output
         self._moved_to(ProofState((*base.script, code), reply.state, self._generation))
@@ -415,18 +450,14 @@ class CoqSession:
             return False, result.message
         top = self._require_top()
         before = top.current
-        closed = await top.send("Qed.", self._prover.settings.load_timeout, checked=True)
-        if closed.state == before:
-            await self.back_to(self.root)
-            return False, closed.output
-        assumptions = await top.send(
-            f"Print Assumptions {name}.", self._prover.settings.load_timeout
-        )
-        reply = await top.send(
-            f"BackTo {self.root.token}.", self._prover.settings.load_timeout, checked=True
-        )
-        if reply.state != self.root.token:
-            raise ProverError(f"BackTo {self.root.token} landed on state {reply.state}")
+        wait = self._prover.settings.load_timeout
+        async with self._position_kept_on_cancel():
+            closed = await top.send("Qed.", wait, checked=True)
+            if closed.state == before:
+                await self.back_to(self.root)
+                return False, closed.output
+            assumptions = await top.send(f"Print Assumptions {name}.", wait)
+            await back_to(top, self.root.token, wait, measure=True)
         self._moved_to(self.root)
         return True, assumptions.output
 
@@ -442,10 +473,11 @@ class CoqSession:
         top = self._require_top()
         origin = self.current
         wait = timeout if timeout is not None else self._prover.settings.load_timeout
-        for setting in options:
-            await top.send(setting, wait, checked=True, measure=False)
-        reply = await top.send(command, wait)
-        await self._return_after_query(top, origin)
+        async with self._position_kept_on_cancel():
+            for setting in options:
+                await top.send(setting, wait, checked=True, measure=False)
+            reply = await top.send(command, wait)
+            await self._return_after_query(top, origin)
         return reply.output
 
     async def locate_ltac(self, qualified: str) -> str | None:
@@ -457,8 +489,9 @@ class CoqSession:
         top = self._require_top()
         origin = self.current
         basename = qualified.rsplit(".", 1)[-1]
-        reply = await top.send(f"Locate Ltac {basename}.", self._prover.settings.load_timeout)
-        await self._return_after_query(top, origin)
+        async with self._position_kept_on_cancel():
+            reply = await top.send(f"Locate Ltac {basename}.", self._prover.settings.load_timeout)
+            await self._return_after_query(top, origin)
         lines = reply.output.splitlines()
         for index, line in enumerate(lines):
             if line.strip() == f"Ltac {qualified}":
@@ -473,14 +506,7 @@ class CoqSession:
 
     async def _return_after_query(self, top: CoqTop, origin: ProofState) -> None:
         """A query advanced coqtop's state number; go back to ``origin``."""
-        reply = await top.send(
-            f"BackTo {origin.token}.",
-            self._prover.settings.load_timeout,
-            checked=True,
-            measure=False,  # bookkeeping: the next measured reply counts its CPU
-        )
-        if reply.state != origin.token:
-            raise ProverError(f"BackTo {origin.token} landed on state {reply.state}")
+        await back_to(top, origin.token, self._prover.settings.load_timeout)
         self._moved_to(origin)
 
     def _rebased(self, state: ProofState) -> ProofState:
@@ -501,100 +527,3 @@ def _split_goals(output: str) -> tuple[str, ...]:
     blocks = re.split(r"\n\s*goal \d+ \(ID \d+\) is:\n", text)
     first = re.sub(r"^\d+ goals? \(ID \d+\)\s*\n", "", blocks[0]).strip("\n")
     return tuple(b.strip("\n").rstrip() for b in [first, *blocks[1:]] if b.strip())
-
-
-class CoqProver:
-    """Sessions on holes of one Coq project."""
-
-    name = "coq"
-
-    def __init__(
-        self,
-        flags: Sequence[str] = (),
-        *,
-        cwd: str | None = None,
-        workdir: ScratchFolder | None = None,
-        settings: CoqSettings | None = None,
-        throttle: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
-        self.flags = tuple(flags)
-        self.cwd = cwd
-        #: where the processes run instead of ``cwd`` (made at the first one, removed
-        #: at :meth:`aclose`): what coqtop writes where it runs stays in there
-        self.workdir = workdir
-        self.settings = settings or CoqSettings()
-        #: awaited before every sentence sent (the CPU governor's gate)
-        self.throttle = throttle
-        #: the idle processes and what each has loaded
-        self.pool = ProcessPool(self.settings, self._start)
-        #: sentences of recently used source texts
-        self._split_cache: dict[str, list[Sentence]] = {}
-
-    async def version(self) -> str:
-        run = await run_command([self.settings.coqtop, "--version"], timeout=30)
-        first = run.output.splitlines()[0] if run.output else ""
-        match = re.search(r"version (\S+)", first)
-        return match.group(1) if match else first
-
-    def session(
-        self, goal: Goal, source: str, prefix_end: int, statement_start: int | None = None
-    ) -> AbstractAsyncContextManager[CoqSession]:
-        """A session at ``goal``: ``source[:prefix_end]`` is loaded first.
-
-        ``statement_start``, the offset of the goal's statement, lets the session
-        open :meth:`CoqSession.side_session`.
-        """
-        codes = self._prefix_codes(source, prefix_end)
-        index = None
-        if statement_start is not None:
-            index = sum(1 for s in self._split_cache[source] if s.end <= statement_start)
-            codes = [*codes[:index], *NO_MICROMEGA_CACHE, *codes[index:]]
-            index += len(NO_MICROMEGA_CACHE)
-        return self.session_at(goal, codes, statement_index=index)
-
-    @asynccontextmanager
-    async def session_at(
-        self, goal: Goal, prefix: Sequence[str], *, statement_index: int | None = None
-    ) -> AsyncIterator[CoqSession]:
-        """A session after the sentences ``prefix`` (the last one opens the goal)."""
-        session = CoqSession(self, goal, prefix, statement_index)
-        try:
-            await session._open()
-            yield session
-        finally:
-            await session.aclose()
-
-    def _prefix_codes(self, source: str, prefix_end: int) -> list[str]:
-        """Sentence codes of ``source`` up to ``prefix_end`` (the split is cached per text)."""
-        sentences = self._split_cache.get(source)
-        if sentences is None:
-            if len(self._split_cache) >= 16:
-                self._split_cache.pop(next(iter(self._split_cache)))
-            sentences = self._split_cache[source] = split_sentences(source)
-        return [s.code for s in sentences if s.end <= prefix_end]
-
-    @property
-    def started(self) -> int:
-        """Processes started over the prover's life."""
-        return self.pool.started
-
-    async def aclose(self) -> None:
-        await self.pool.aclose()
-        if self.workdir is not None:
-            self.workdir.close()
-
-    async def _start(self) -> CoqTop:
-        # in the work folder, which is also its TMPDIR: CoqHammer's temporary files
-        # (``/tmp/predict*``), left behind when a timed-out process is killed, go with it
-        workdir = str(self.workdir.path()) if self.workdir is not None else None
-        top = CoqTop(
-            self.flags,
-            cwd=workdir or self.cwd,
-            temp_dir=workdir,
-            executable=self.settings.coqtop,
-            start_timeout=self.settings.start_timeout,
-            throttle=self.throttle,
-            memory_bytes=self.settings.memory_mb * 1024**2 if self.settings.memory_mb else None,
-        )
-        await top.start()
-        return top

@@ -32,7 +32,6 @@ count.)
 from __future__ import annotations
 
 import hashlib
-import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -54,13 +53,12 @@ from .audit import (
     source_of,
     without_section_variables,
 )
+from .build_output import first_error
 from .coqtop import CoqTop
 from .holes import CoqHole, functor_parameters, qed_proofs, scan_coq_text
 from .project import working_folder_flags
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
-
-_ERROR_LINE = re.compile(r'^File "[^"]*", line (\d+), characters', re.M)
 
 
 def _admitted(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
@@ -314,12 +312,12 @@ class CoqVerifier:
     ) -> VerificationResult:
         build = await self._build(path, patched)
         if not build.ok:
-            located = _ERROR_LINE.search(build.output)
             return VerificationResult(
                 Verdict.DOES_NOT_COMPILE,
                 build.output.strip()[-2000:],
                 cpu_seconds=build.cpu_seconds,
-                error_line=int(located.group(1)) if located else None,
+                # the first error's line, not a warning's before it
+                error_line=first_error(build.output).line,
             )
         base_build = await self._build(path, original)
         if not base_build.ok:

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OrchError
+from ..errors import OrchError, ProverHung
+from ..provers.process import FinishedRun, run_sync
 from .session import LeanProject, registry_path
 
 __all__ = ["REPL_URL", "LeanSetupError", "SetupResult", "setup_repl"]
@@ -41,12 +41,10 @@ def _tag(toolchain: str) -> str:
     return toolchain.rsplit(":", 1)[-1].strip()
 
 
-def _run(argv: list[str], cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def _run(argv: list[str], cwd: Path, timeout: float) -> FinishedRun:
     try:
-        return subprocess.run(
-            argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
+        return run_sync(argv, cwd=cwd, timeout=timeout)
+    except ProverHung as exc:
         raise LeanSetupError(f"`{' '.join(argv)}` did not finish within {timeout:.0f}s") from exc
 
 

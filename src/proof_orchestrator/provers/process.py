@@ -1,8 +1,12 @@
-"""Starting and stopping prover child processes.
+"""Starting and stopping every child process (provers, their tools, git, dune, lake).
 
-Every child runs in its own process group (``start_new_session=True``) so
-that Ctrl-C in the terminal does not reach it and so that stopping it also
-stops whatever it started (CoqHammer's ATPs, for instance). Stopping is
+This is the one module that starts processes: :func:`spawn` (a prover driven
+over pipes), :func:`run_command` (a batch command, awaited) and
+:func:`run_sync` (a batch command from synchronous code: ``orch doctor``,
+git, reading a project's description). Every child runs in its own process
+group (``start_new_session=True``) so that Ctrl-C in the terminal does not
+reach it and so that stopping it also stops whatever it started
+(CoqHammer's ATPs, for instance). Stopping is
 SIGTERM to the group, a grace period, SIGKILL to the group, and always a
 ``wait()`` so that no zombie is left behind.
 """
@@ -15,6 +19,7 @@ import os
 import resource
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -220,9 +225,11 @@ __all__ = [
     "CompletedRun",
     "CpuReader",
     "DescendantMeter",
+    "FinishedRun",
     "live_processes",
     "process_cpu_seconds",
     "run_command",
+    "run_sync",
     "spawn",
     "stop_process",
 ]
@@ -413,3 +420,74 @@ async def run_command(
         cpu_seconds=max(cpu, 0.0),
         wall_seconds=time.monotonic() - started,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedRun:
+    """A batch command run from synchronous code, to its end."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _stop_group_sync(proc: subprocess.Popen[str], grace: float = 1.0) -> None:
+    """:func:`stop_process` for a child started by :func:`run_sync`: SIGTERM the group,
+    ``grace`` seconds, SIGKILL the group, and always reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(grace)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    # also reads and closes the pipes, which a straggler may hold open
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
+        proc.communicate(timeout=grace)
+    proc.wait()
+
+
+def run_sync(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None,
+    input_text: str | None = None,
+    memory_bytes: int | None = None,
+) -> FinishedRun:
+    """Run a batch command to its end from synchronous code, as :func:`run_command` does:
+    its own process group, the memory cap, and past ``timeout`` (None: no limit) the
+    group is stopped and :class:`~proof_orchestrator.errors.ProverHung` raised.
+
+    An executable that is not there raises :class:`FileNotFoundError` (an
+    :class:`OSError`), as :mod:`subprocess` does; its output is text, undecodable
+    bytes replaced.
+    """
+    limit = memory_bytes if memory_bytes is not None else memory_limit()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
+    _limit_memory(proc.pid, limit)
+    try:
+        stdout, stderr = proc.communicate(input_text, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        _stop_group_sync(proc)
+        raise ProverHung(
+            f"`{' '.join(argv)}` did not finish within {timeout:.0f}s; its process group was killed"
+        ) from exc
+    except BaseException:
+        _stop_group_sync(proc)
+        raise
+    # the leader is done: end whatever it left running in its group
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    return FinishedRun(tuple(argv), proc.returncode, stdout, stderr)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from typing import TYPE_CHECKING
 from ..errors import OrchError
 from ..project.patch import Patch, apply_patches
 from ..project.statedir import make_state_dir
+from ..provers.process import FinishedRun, run_sync
 from ..run.reports import LEDGER_REPLAY, FillReport, GoalReport
 
 if TYPE_CHECKING:
@@ -176,10 +176,8 @@ class GitRepo:
     @staticmethod
     def _git(
         args: Sequence[str], *, cwd: Path, check: bool = True, input_text: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, input=input_text, check=False
-        )
+    ) -> FinishedRun:
+        done = run_sync(["git", *args], cwd=cwd, input_text=input_text, timeout=None)
         if check and done.returncode != 0:
             raise GitError(f"git {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
         return done
@@ -274,12 +272,10 @@ class GitRepo:
 def _pull_request(repo: GitRepo, branch: str, title: str, body: Path) -> str:
     if shutil.which("gh") is None:
         return "the GitHub CLI (`gh`) is not installed: open the pull request by hand"
-    done = subprocess.run(
+    done = run_sync(
         ["gh", "pr", "create", "--head", branch, "--title", title, "--body-file", str(body)],
         cwd=repo.root,
-        capture_output=True,
-        text=True,
-        check=False,
+        timeout=None,
     )
     if done.returncode != 0:
         return f"gh pr create failed: {done.stderr.strip()[-300:]}"
