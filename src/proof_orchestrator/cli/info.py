@@ -24,7 +24,9 @@ from .doctor import run_checks
 
 
 def report_command(
-    result: Annotated[Path, typer.Argument(help="a bench/results/<timestamp>.json file")],
+    result: Annotated[
+        Path, typer.Argument(help="a result JSON of orch bank (.orch/results/<timestamp>.json)")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="html or md")] = "html",
     out_path: Annotated[
         Path | None, typer.Option("--out", help="where to write (default: next to the JSON)")
