@@ -17,9 +17,8 @@ from rich.console import Console
 from ..backends import project_root
 from ..config import ConfigError, Settings, load_settings
 from ..errors import LedgerError, OrchError, PathNotFound, ProverNotFound
-from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
-from ..provers.process import resolve
+from ..provers.process import MEMORY_LIMIT, resolve
 from ..run.pipeline import FileReport, FileStatus, FillOptions, collect_files
 from ..workflows.gitops import GitError, GitRepo
 
@@ -100,11 +99,16 @@ def exit_if_unreadable(files: Sequence[FileReport]) -> None:
 
 
 def load_command_settings(anchor: Path, flags: Mapping[str, object]) -> Settings:
-    """Settings for the project at ``anchor``, ``flags`` (None: not given) over the rest."""
+    """Settings for the project at ``anchor``, ``flags`` (None: not given) over the rest.
+
+    The command's children started without a memory cap of their own (builds,
+    verification) get the settings' ``prover_memory_mb``.
+    """
     try:
         settings, _ = load_settings(project_root(anchor), flags)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    MEMORY_LIMIT.set(settings.prover_memory_mb * 1024**2)
     return settings
 
 
@@ -153,9 +157,8 @@ def check_inputs(paths: list[Path]) -> None:
 
 
 def fill_options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
-    """The options of a run with ``settings`` (its per-goal budget and tactic timeout)."""
-    budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
-    return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
+    """The options of a run with ``settings``."""
+    return FillOptions(dry_run=dry_run, orch=settings)
 
 
 def open_ledger(db: str | None, anchor: Path) -> Ledger:
