@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from proof_orchestrator.config import ConfigError, Settings, load_settings
-from proof_orchestrator.llm.settings import load_llm_settings
+from proof_orchestrator.config import ConfigError, Settings, env_name, load_settings
+from proof_orchestrator.llm.settings import NO_ENV, LLMSettings, load_llm_settings
 
 
 def test_defaults_when_nothing_is_set(tmp_path: Path) -> None:
@@ -103,3 +104,16 @@ def test_both_tables_give_the_same_errors(
     (tmp_path / "pyproject.toml").write_text(text)
     with pytest.raises(ConfigError, match=message):
         _both(tmp_path, environ)
+
+
+def test_no_variable_is_read_by_two_settings() -> None:
+    run = {env_name(f.name) for f in fields(Settings)}
+    llm = {env_name(f.name, "ORCH_LLM_") for f in fields(LLMSettings) if f.name not in NO_ENV}
+    assert run.isdisjoint(llm)
+
+
+def test_the_llm_budget_variable_is_the_runs_cap(tmp_path: Path) -> None:
+    (tmp_path / "orch.toml").write_text("[llm]\nbudget_usd = 3.0\n")
+    environ = {"ORCH_LLM_BUDGET_USD": "2"}
+    assert load_settings(tmp_path, environ=environ)[0].llm_budget_usd == 2.0
+    assert load_llm_settings(tmp_path, environ=environ).budget_usd == 3.0

@@ -229,12 +229,14 @@ def resolve_fields(
     *,
     prefix: str = "ORCH_",
     tables: frozenset[str] = frozenset(),
+    no_env: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The value of each scalar field of the dataclass ``cls`` and where it came from.
 
     Flag (not None) > environment variable ``prefix + NAME`` > ``file`` > the
     field's default. A key of ``file`` that is no field (nor one of ``tables``)
-    is refused. Each environment variable is read here and nowhere else.
+    is refused. Each environment variable is read here and nowhere else; the
+    fields in ``no_env`` have none (their name would be another setting's).
     """
     known = {f.name: f for f in fields(cls) if f.name not in tables}
     unknown = set(file.values) - set(known) - tables
@@ -248,7 +250,7 @@ def resolve_fields(
         env = env_name(name, prefix)
         if flags and flags.get(name) is not None:
             values[name], sources[name] = coerce(name, flags[name], kind), "flag"
-        elif env in environ:
+        elif env in environ and name not in no_env:
             values[name], sources[name] = coerce(name, environ[env], kind), f"env {env}"
         elif name in file.values:
             values[name], sources[name] = coerce(name, file.values[name], kind), file.label

@@ -24,7 +24,16 @@ from urllib.parse import urlsplit
 
 from ..config import ConfigError, ProjectFile, coerce, read_project_file, resolve_fields
 
-__all__ = ["LLMMode", "LLMSettings", "ProviderKind", "llm_off_reason", "load_llm_settings", "probe"]
+__all__ = [
+    "NO_ENV",
+    "LLMMode",
+    "LLMSettings",
+    "ProviderKind",
+    "llm_off_reason",
+    "load_llm_settings",
+    "load_llm_settings_and_sources",
+    "probe",
+]
 
 
 class ProviderKind(enum.StrEnum):
@@ -65,7 +74,8 @@ class LLMSettings:
     max_retries: int = 3
     #: model requests in flight at once (they use no local CPU slot)
     concurrency: int = 2
-    #: stop making requests once a run has spent this much (USD); 0 = no cap
+    #: stop making requests once a run has spent this much (USD); 0 = no cap. Its
+    #: variable would be ORCH_LLM_BUDGET_USD, which is the run's ``llm_budget_usd``
     budget_usd: float = 0.0
     #: USD per million input / output tokens (the price table's default)
     price_in: float = 0.0
@@ -99,6 +109,12 @@ class LLMSettings:
         return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
 
 
+#: fields with no variable of their own: ORCH_LLM_BUDGET_USD is the run's
+#: ``llm_budget_usd`` (:class:`..config.Settings`), which overrides ``budget_usd`` when
+#: above 0, so that each variable is read once, by one setting
+NO_ENV = frozenset({"budget_usd"})
+
+
 def load_llm_settings(
     root: Path | None = None,
     flags: Mapping[str, Any] | None = None,
@@ -110,10 +126,25 @@ def load_llm_settings(
     (None: not given) > ``ORCH_LLM_*`` > the ``llm`` table of the project's file >
     the defaults.
     """
+    return load_llm_settings_and_sources(root, flags, environ)[0]
+
+
+def load_llm_settings_and_sources(
+    root: Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[LLMSettings, dict[str, str]]:
+    """:func:`load_llm_settings`, and where each value came from (``orch config``)."""
     environ = os.environ if environ is None else environ
     file = read_project_file(root).table("llm") if root is not None else ProjectFile()
-    values, _ = resolve_fields(
-        LLMSettings, file, flags, environ, prefix="ORCH_LLM_", tables=frozenset({"prices"})
+    values, sources = resolve_fields(
+        LLMSettings,
+        file,
+        flags,
+        environ,
+        prefix="ORCH_LLM_",
+        tables=frozenset({"prices"}),
+        no_env=NO_ENV,
     )
     prices: dict[str, tuple[float, float]] = {}
     for model, entry in dict(file.values.get("prices", {})).items():
@@ -126,8 +157,10 @@ def load_llm_settings(
     settings = LLMSettings(**values, prices=prices)
     if not settings.api_key:
         fallback = "ANTHROPIC_API_KEY" if settings.provider == "anthropic" else "OPENAI_API_KEY"
-        settings = replace(settings, api_key=environ.get(fallback, ""))
-    return settings.validate()
+        if fallback in environ:
+            settings = replace(settings, api_key=environ[fallback])
+            sources["api_key"] = f"env {fallback}"
+    return settings.validate(), sources
 
 
 def llm_off_reason(settings: LLMSettings) -> str | None:
