@@ -34,7 +34,15 @@ from .progress import EvalTracker
 EVAL_SETTINGS = ("budget", "tactic_timeout", "seed", "strict_axioms")
 
 
-@settings_flags(EVAL_SETTINGS, extra={"tactic_timeout": ("--tactic-seconds",)})
+@settings_flags(
+    EVAL_SETTINGS,
+    extra={"tactic_timeout": ("--tactic-seconds",)},
+    notes={
+        "budget": "CPU seconds per goal and per arm, one pass",
+        "tactic_timeout": "timeout of one tactic in every arm",
+        "seed": "seed of the arm order and of --sample",
+    },
+)
 def eval_command(
     paths: Annotated[
         list[Path], typer.Argument(help="Coq files or folders whose Qed proofs to re-prove")

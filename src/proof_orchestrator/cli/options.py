@@ -46,10 +46,11 @@ def _shown(value: Any) -> str:
     return repr(value) if value == "" else str(value)
 
 
-def setting_option(name: str, extra: Iterable[str] = ()) -> inspect.Parameter:
+def setting_option(name: str, extra: Iterable[str] = (), note: str = "") -> inspect.Parameter:
     """The keyword parameter that makes the flag of setting ``name`` (default None: not given).
 
-    ``extra`` are more names for the same flag (a command's older spelling).
+    ``extra`` are more names for the same flag (a command's older spelling); ``note``
+    says what the setting means for this command, before the setting's own help.
     """
     field = next(f for f in dataclasses.fields(Settings) if f.name == name)
     default = field.default
@@ -60,6 +61,8 @@ def setting_option(name: str, extra: Iterable[str] = ()) -> inspect.Parameter:
     )
     # rich reads a lowercase word in brackets as markup: escape the text's own brackets
     help_text = field.metadata["help"].replace("[", "\\[")
+    if note:
+        help_text = f"{note}. The setting: {help_text}"
     option = typer.Option(
         flag,
         *extra,
@@ -76,9 +79,15 @@ def setting_option(name: str, extra: Iterable[str] = ()) -> inspect.Parameter:
 
 
 def settings_flags(
-    names: Iterable[str] = ALL_SETTINGS, *, extra: Mapping[str, tuple[str, ...]] | None = None
+    names: Iterable[str] = ALL_SETTINGS,
+    *,
+    extra: Mapping[str, tuple[str, ...]] | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> Callable[[Command], Command]:
     """Give a command a flag for each setting in ``names``.
+
+    ``extra`` gives a setting's flag more names, ``notes`` a sentence on what it
+    means for this command (see :func:`setting_option`).
 
     The command declares a keyword parameter ``flags`` (a :data:`SettingFlags`)
     instead of one parameter per setting; Typer sees the command's own
@@ -98,7 +107,10 @@ def settings_flags(
         clash = {p.name for p in own} & set(chosen)
         if clash:
             raise TypeError(f"{command.__name__} has parameters named like settings: {clash}")
-        options = [setting_option(name, (extra or {}).get(name, ())) for name in chosen]
+        options = [
+            setting_option(name, (extra or {}).get(name, ()), (notes or {}).get(name, ""))
+            for name in chosen
+        ]
 
         @functools.wraps(command)
         def with_flags(*args: Any, **kwargs: Any) -> None:
