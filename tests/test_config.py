@@ -92,9 +92,21 @@ def _both(root: Path, environ: dict[str, str]) -> None:
             {},
             r"unknown setting\(s\) in .*\[tool.orch.llm\]: modle",
         ),
-        ("[tool.orch.llm]\nsamples = 3\n", {"ORCH_LLM_SAMPLES": "many"}, "setting samples: cannot"),
-        ("[tool.orch.llm]\nstream = 'maybe'\n", {}, "setting stream: cannot read 'maybe' as true"),
-        ("[tool.orch]\nstrict_holes = 'maybe'\n", {}, "setting strict_holes: cannot read 'maybe'"),
+        (
+            "[tool.orch.llm]\nsamples = 3\n",
+            {"ORCH_LLM_SAMPLES": "many"},
+            "setting samples \\(from env ORCH_LLM_SAMPLES\\): cannot",
+        ),
+        (
+            "[tool.orch.llm]\nstream = 'maybe'\n",
+            {},
+            r"setting stream \(from .*\[tool.orch.llm\]\): cannot read 'maybe' as true",
+        ),
+        (
+            "[tool.orch]\nstrict_holes = 'maybe'\n",
+            {},
+            r"setting strict_holes \(from .*\[tool.orch\]\): cannot read 'maybe'",
+        ),
         ("[tool.orch]\nllm = 3\n", {}, "llm must be a table"),
     ],
 )

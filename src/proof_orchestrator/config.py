@@ -249,13 +249,16 @@ def resolve_fields(
         kind = type(getattr(defaults, name))
         env = env_name(name, prefix)
         if flags and flags.get(name) is not None:
-            values[name], sources[name] = coerce(name, flags[name], kind), "flag"
+            raw, sources[name] = flags[name], "flag"
         elif env in environ and name not in no_env:
-            values[name], sources[name] = coerce(name, environ[env], kind), f"env {env}"
+            raw, sources[name] = environ[env], f"env {env}"
         elif name in file.values:
-            values[name], sources[name] = coerce(name, file.values[name], kind), file.label
+            raw, sources[name] = file.values[name], file.label
         else:
             values[name], sources[name] = getattr(defaults, name), "default"
+            continue
+        # the error names where the bad value was given
+        values[name] = coerce(f"{name} (from {sources[name]})", raw, kind)
     return values, sources
 
 
