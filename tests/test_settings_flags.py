@@ -93,6 +93,16 @@ def test_each_settings_variable_is_read_only_by_the_loader() -> None:
     assert readers == []
 
 
+def test_each_variable_is_read_in_one_module() -> None:
+    read = re.compile(r'(?:environ\.get\(|environ\[|getenv\()\s*"([A-Z_]+)"')
+    readers: dict[str, set[str]] = {}
+    for path in SRC.rglob("*.py"):
+        for name in read.findall(path.read_text(encoding="utf-8")):
+            readers.setdefault(name, set()).add(str(path.relative_to(SRC)))
+    assert {"ORCH_LEAN_REPL", "XDG_CACHE_HOME", "ORCH_DB_URL"} <= set(readers)
+    assert {name: where for name, where in readers.items() if len(where) > 1} == {}
+
+
 def test_the_prover_memory_setting_caps_every_child(tmp_path: Path) -> None:
     def load() -> int:
         load_command_settings(tmp_path, {})

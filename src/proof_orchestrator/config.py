@@ -26,6 +26,7 @@ __all__ = [
     "ConfigError",
     "ProjectFile",
     "Settings",
+    "cache_folder",
     "coerce",
     "env_name",
     "load_settings",
@@ -153,6 +154,13 @@ class Settings:
         if self.budget_cap < self.budget:
             raise ConfigError(f"budget_cap ({self.budget_cap}) is below budget ({self.budget})")
         return self
+
+
+def cache_folder(name: str, environ: Mapping[str, str] | None = None) -> Path:
+    """orch's cache ``name`` under ``XDG_CACHE_HOME`` (else ``~/.cache``); read here only."""
+    environ = os.environ if environ is None else environ
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "orch" / name
 
 
 def env_name(field: str, prefix: str = "ORCH_") -> str:
