@@ -14,7 +14,7 @@ TEST_WORKERS ?= 2
 .PHONY: bank test test-llm deps local-llm provers lint typecheck docs workflows clean lean-transcripts
 
 bank: deps
-	$(VENV)/bin/orch bank
+	$(VENV)/bin/orch bank --out bench/results
 
 test: deps
 	$(VENV)/bin/ruff check src tests

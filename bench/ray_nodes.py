@@ -47,6 +47,8 @@ def main() -> int:
                     "ray",
                     "--ray-address",
                     cluster.address,
+                    "--out",
+                    str(REPO / "bench" / "results"),
                     *args.bank_args,
                 ],
                 cwd=REPO,

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.config import Settings
-from proof_orchestrator.goals import Budget
 from proof_orchestrator.run.pipeline import FillOptions
 from proof_orchestrator.workflows.bank import load_index, run_bank
 
@@ -56,9 +55,7 @@ async def test_bank_run_writes_a_result_and_rechecks_files(tmp_path: Path) -> No
         shutil.copyfile(BANK / "coq" / name, bank / "coq" / name)
     shutil.copyfile(BANK / "index.tsv", bank / "index.tsv")
     # quick tactics: the subject is the run's record, not the strategies' strength
-    options = FillOptions(
-        budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0), orch=Settings(profile=0)
-    )
+    options = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0, profile=0))
     result, path = await run_bank(bank, tmp_path / "results", options)
     assert json.loads(path.read_text()) == result
     assert result["totals"]["lemmas"] == 52

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -213,3 +214,17 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     assert '"seed": {' in result.stdout
     assert "orch.toml" in result.stdout
     assert "env ORCH_PORTFOLIO" in result.stdout
+
+
+def test_config_shows_the_llm_table_of_pyproject_without_the_key(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.orch]\nseed = 7\n[tool.orch.llm]\nmodel = "m"\napi_key = "secret"\n'
+    )
+    result = runner.invoke(app, ["config", str(tmp_path), "--json"], env={"ORCH_LLM_MODEL": ""})
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["llm.model"] == {"value": "", "source": "env ORCH_LLM_MODEL"}
+    assert shown["llm.api_key"]["source"].endswith("pyproject.toml [tool.orch.llm]")
+    assert "secret" not in result.stdout
+    table = runner.invoke(app, ["config", str(tmp_path)], env={"COLUMNS": "200"})
+    assert "pyproject.toml [tool.orch.llm]" in table.stdout

@@ -19,7 +19,7 @@ from proof_orchestrator.errors import (
     ProverReplyTooLarge,
     SessionClosed,
 )
-from proof_orchestrator.provers.process import DescendantMeter
+from proof_orchestrator.provers.process import MEMORY_LIMIT, DescendantMeter
 from proof_orchestrator.provers.tasks import cancel_and_wait
 
 
@@ -125,12 +125,16 @@ async def test_cancelling_a_request_leaves_no_orphan() -> None:
     assert not psutil.pid_exists(pid)
 
 
-async def test_prover_runs_under_the_memory_cap(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ORCH_PROVER_MEMORY_MB", "3000")
-    async with CoqTop() as top:
-        assert top.pid is not None
-        soft, hard = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
-        assert soft == hard == 3000 * 1024**2
+async def test_prover_runs_under_the_memory_cap() -> None:
+    # what a command does with ORCH_PROVER_MEMORY_MB=3000 (cli/common.load_command_settings)
+    token = MEMORY_LIMIT.set(3000 * 1024**2)
+    try:
+        async with CoqTop() as top:
+            assert top.pid is not None
+            soft, hard = psutil.Process(top.pid).rlimit(psutil.RLIMIT_AS)
+            assert soft == hard == 3000 * 1024**2
+    finally:
+        MEMORY_LIMIT.reset(token)
 
 
 async def test_a_reply_past_the_byte_cap_kills_the_process() -> None:

@@ -19,7 +19,7 @@ from proof_orchestrator.config import Settings
 from proof_orchestrator.dashboard import create_app
 from proof_orchestrator.dashboard.charts import plotly_js
 from proof_orchestrator.dashboard.report import render_html
-from proof_orchestrator.goals import Budget, Goal, HoleKind
+from proof_orchestrator.goals import Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import LiveRun
 from proof_orchestrator.run.pipeline import FillOptions
@@ -43,9 +43,7 @@ def bank_ledger(
         shutil.copyfile(BANK / "coq" / name, bank / "coq" / name)
     shutil.copyfile(BANK / "index.tsv", bank / "index.tsv")
     # quick tactics: the subject is the run's record, not the strategies' strength
-    options = FillOptions(
-        budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0), orch=Settings(profile=0)
-    )
+    options = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0, profile=0))
     result, _ = asyncio.run(run_bank(bank, root / "results", options))
     ledger = Ledger(f"sqlite:///{result['ledger']}")
     (root / "project").mkdir()

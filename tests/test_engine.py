@@ -57,7 +57,7 @@ def _file(tmp_path: Path, *holes: str) -> Path:
 
 def _options(budget: float, cap: float) -> FillOptions:
     settings = Settings(cpu_target=1.0, budget=budget, budget_cap=cap, profile=0)
-    return FillOptions(budget=Budget(budget, 1.0), orch=settings)
+    return FillOptions(orch=settings)
 
 
 def _attempts(ledger: Ledger) -> list[Any]:

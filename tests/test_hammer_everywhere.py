@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
+from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.backend import CoqBackend
 from proof_orchestrator.coq.holes import qed_proofs
 from proof_orchestrator.coq.project import coq_library_roots, project_for
@@ -75,7 +76,7 @@ Admitted.
 def _options() -> FillOptions:
     # a fresh coqtop's first ATP call spends ~6 CPU s reading the loaded libraries' proofs
     # for premise selection (later calls in the same process do not): room for that
-    return FillOptions(budget=Budget(cpu_seconds=30.0, tactic_seconds=1.0))
+    return FillOptions(orch=Settings(budget=30.0, tactic_timeout=1.0))
 
 
 async def test_hammer_in_a_file_without_coqhammer_writes_a_proof_that_compiles_without_it(
@@ -295,7 +296,7 @@ async def test_hammer_on_a_false_goal_leaves_no_cache_file_in_the_project(
     path = tmp_path / "False.v"
     text = "Lemma hopeless : forall n : nat, n = S n.\nAdmitted.\n"
     path.write_text(text, encoding="utf-8")
-    options = FillOptions(budget=Budget(cpu_seconds=8.0, tactic_seconds=1.0))
+    options = FillOptions(orch=Settings(budget=8.0, tactic_timeout=1.0))
     report = await fill([path], ledger, options, strategies=[HammerStrategy()])
     assert report.goals[0].outcome is not Outcome.PROVED
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".cache")) == []
@@ -392,7 +393,7 @@ async def test_hammer_reads_its_atp_library_once_per_process_and_a_timeout_keeps
     process warm, so the next goals' attempts load nothing."""
     path = tmp_path / "Warm.v"
     path.write_text(WARM, encoding="utf-8")
-    options = FillOptions(budget=Budget(cpu_seconds=10.0, tactic_seconds=1.0), reuse=False)
+    options = FillOptions(orch=Settings(budget=10.0, tactic_timeout=1.0), reuse=False)
     report = await fill([path], ledger, options, strategies=[HammerStrategy()])
     outcomes = {g.goal.name: g.outcome for g in report.goals}
     # hopeless: the ATPs give up within their limit (failed) or the CPU guard cuts them

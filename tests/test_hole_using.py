@@ -74,8 +74,10 @@ class Scripts:
 
 
 def _options(*, strict: bool = False) -> FillOptions:
-    settings = Settings(cpu_target=1.0, strict_holes=strict, profile=0)
-    return FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0), orch=settings)
+    settings = Settings(
+        cpu_target=1.0, strict_holes=strict, profile=0, budget=5.0, tactic_timeout=1.0
+    )
+    return FillOptions(orch=settings)
 
 
 def _by_name(report: object) -> dict[str, GoalReport]:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.config import Settings
 from proof_orchestrator.errors import ProverNotFound
-from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.goals import Outcome
 from proof_orchestrator.lean.holes import scan_lean_text, splice
 from proof_orchestrator.lean.repl import LeanRepl
 from proof_orchestrator.lean.session import LeanProject, LeanSettings, find_repl
@@ -86,7 +87,9 @@ async def test_the_lean_bank_with_a_real_lean(tmp_path: Path) -> None:
         copies.append(copy)
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
     try:
-        report = await fill(copies, ledger, FillOptions(budget=Budget(10, 2, 5)))
+        report = await fill(
+            copies, ledger, FillOptions(orch=Settings(budget=10.0, tactic_timeout=2.0))
+        )
     finally:
         ledger.close()
     assert all(f.status is FileStatus.DONE for f in report.files)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.config import Settings
 from proof_orchestrator.errors import ProverRequestError
-from proof_orchestrator.goals import BreakKind, Budget, HoleKind
+from proof_orchestrator.goals import BreakKind, HoleKind
 from proof_orchestrator.lean.backend import LeanBackend
 from proof_orchestrator.lean.broken import (
     AT_END,
@@ -179,7 +180,7 @@ async def _repair(
     monkeypatch.setenv("ORCH_LEAN_REPL", shlex.join(argv))
     path = _source(tmp_path, text)
     ledger = Ledger(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
-    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    options = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0))
     report = await repair_files([path], ledger, options, admit_broken=admit_broken)
     return report, path, log, ledger
 

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
-from proof_orchestrator.config import load_settings
+from proof_orchestrator.config import Settings, load_settings
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import GateRefusal, check_script
@@ -117,7 +117,12 @@ async def test_a_right_proof_from_the_model_is_verified_written_and_costed(
     path = tmp_path / "T.v"
     path.write_text(PLUS_ZERO, encoding="utf-8")
     strategy = LLMStrategy(_client(_settings(model), ledger), ledger)
-    report = await fill([path], ledger, FillOptions(budget=BUDGET), strategies=[strategy])
+    report = await fill(
+        [path],
+        ledger,
+        FillOptions(orch=Settings(budget=20.0, tactic_timeout=2.0)),
+        strategies=[strategy],
+    )
     assert [g.outcome for g in report.goals] == [Outcome.PROVED]
     assert "induction n" in path.read_text(encoding="utf-8")
     assert coqc_ok(path)

@@ -22,7 +22,7 @@ from proof_orchestrator.strategies.base import StrategyResult
 
 from .conftest import coqc_ok
 
-FAST = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+FAST = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0))
 
 EASY = """\
 Require Import Arith Lia.
@@ -95,7 +95,7 @@ async def test_unsolvable_hole_leaves_the_file_byte_identical(
     path = write_v("False.v", FALSE)
     before = path.read_bytes()
     # one pass (no revisit at twice the budget): what matters is the untouched file
-    one_pass = FillOptions(budget=FAST.budget, orch=Settings(budget_cap=FAST.budget.cpu_seconds))
+    one_pass = FillOptions(orch=dataclasses.replace(FAST.orch, budget_cap=FAST.orch.budget))
     report = await fill([path], ledger, one_pass)
     assert report.proved == 0
     assert report.goals[0].outcome in (Outcome.FAILED, Outcome.TIMEOUT)
@@ -106,7 +106,7 @@ async def test_dry_run_proves_but_writes_nothing(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
     path = write_v("Easy.v", EASY)
-    report = await fill([path], ledger, FillOptions(budget=FAST.budget, dry_run=True))
+    report = await fill([path], ledger, dataclasses.replace(FAST, dry_run=True))
     assert report.proved == 1
     assert path.read_text() == EASY
     assert not report.files[0].written

@@ -13,9 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from proof_orchestrator.cli.fill import fill_json
+from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.prover import CoqSettings
 from proof_orchestrator.coq.strategies.micro import InductionStrategy, MicroStrategy
-from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.goals import Outcome
 from proof_orchestrator.ledger import Ledger, LedgerReader
 from proof_orchestrator.run.pipeline import FillOptions, fill
 
@@ -61,7 +62,7 @@ def dying_coqtop(folder: Path, deaths: int) -> tuple[Path, Path]:
 
 def options(coqtop: Path) -> FillOptions:
     return FillOptions(
-        budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0),
+        orch=Settings(budget=5.0, tactic_timeout=1.0),
         coq=CoqSettings(coqtop=str(coqtop)),
         reuse=False,
     )

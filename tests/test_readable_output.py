@@ -16,13 +16,14 @@ from typer.testing import CliRunner
 
 from proof_orchestrator.cli import app
 from proof_orchestrator.cli.info import duration, local_time
+from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.strategies import hammer
 from proof_orchestrator.coq.strategies.hammer import (
     NO_HAMMER_TACTICS,
     HammerStrategy,
     SautoStrategy,
 )
-from proof_orchestrator.goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
+from proof_orchestrator.goals import Goal, HoleKind, Outcome, fingerprint_of
 from proof_orchestrator.ledger import Ledger, LedgerReader
 from proof_orchestrator.ledger.models import Run
 from proof_orchestrator.run.pipeline import FillOptions, fill
@@ -52,7 +53,7 @@ async def test_sauto_in_a_file_without_coqhammers_tactics_is_skipped_with_its_re
 ) -> None:
     path = tmp_path / "Easy.v"
     path.write_text(EASY, encoding="utf-8")
-    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    options = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0))
     report = await fill([path], ledger, options, strategies=[SautoStrategy()])
     (goal,) = report.goals
     assert goal.outcome is not Outcome.PROVED
@@ -75,7 +76,7 @@ async def test_hammer_where_coqhammer_does_not_load_is_skipped_with_its_reason(
     monkeypatch.setattr(hammer, "HAMMER_PREAMBLE", ("From NoSuchHammer Require Import Hammer.",))
     path = tmp_path / "Easy.v"
     path.write_text(EASY, encoding="utf-8")
-    options = FillOptions(budget=Budget(cpu_seconds=5.0, tactic_seconds=1.0))
+    options = FillOptions(orch=Settings(budget=5.0, tactic_timeout=1.0))
     report = await fill([path], ledger, options, strategies=[HammerStrategy()])
     (goal,) = report.goals
     assert goal.outcome is not Outcome.PROVED

@@ -140,10 +140,7 @@ async def test_a_goal_failed_at_budget_b_is_retried_only_at_a_larger_budget(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
     path = write_v("Hard.v", "Lemma hard : forall n m : nat, n * m = n + m + 1.\nAdmitted.\n")
-    options = FillOptions(
-        budget=Budget(cpu_seconds=1.0, tactic_seconds=1.0),
-        orch=Settings(budget=1.0, budget_cap=4.0),
-    )
+    options = FillOptions(orch=Settings(budget=1.0, tactic_timeout=1.0, budget_cap=4.0))
     for _ in range(4):
         await fill([path], ledger, options)
     # one pass = the attempts of one run at one goal budget

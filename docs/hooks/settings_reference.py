@@ -4,14 +4,14 @@
 this hook replaces it with what the code says:
 
 - the settings model, ``proof_orchestrator.config.Settings``: every field, its
-  type and default, and the ``#:`` comment written above it (a field without
-  one fails the build);
+  type and default, and its help (the field's metadata, set by
+  ``config.setting``; the same text ``--help`` shows beside the flag);
 - its environment variable (``proof_orchestrator.config.env_name``);
 - the flag that sets it and the commands that take that flag, read from the
   ``orch`` command itself (the Typer app named in ``pyproject.toml``): an option
   counts as a setting's flag when it has the setting's name and its help names
-  the setting's environment variable, as every shared option does
-  (``cli/options.py``).
+  the setting's environment variable, as every flag made by
+  ``cli/options.settings_flags`` does.
 
 Nothing of this is committed as text, so the page cannot drift from the code.
 Run ``python docs/hooks/settings_reference.py`` to print the generated part.
@@ -20,31 +20,15 @@ Run ``python docs/hooks/settings_reference.py`` to print the generated part.
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from collections.abc import Iterator
 from typing import Any
 
 MARKER = "<!-- settings-reference -->"
 PAGE = "reference/settings.md"
 
-_FIELD = re.compile(r"^\s*(\w+)\s*:\s*[^=]+=")
-
-
-def _comments(settings_class: type) -> dict[str, str]:
-    """The ``#:`` comment lines written above each field of the dataclass."""
-    comments: dict[str, str] = {}
-    pending: list[str] = []
-    for line in inspect.getsource(settings_class).splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#:"):
-            pending.append(stripped[2:].strip())
-            continue
-        match = _FIELD.match(line)
-        if match and pending:
-            comments[match.group(1)] = " ".join(pending)
-        pending = []
-    return comments
+def _helps(settings_class: type) -> dict[str, str]:
+    """The help of each field, from its metadata."""
+    return {f.name: f.metadata.get("help", "") for f in dataclasses.fields(settings_class)}
 
 
 def _commands(command: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, Any]]:
@@ -73,7 +57,12 @@ def _flags(env_names: dict[str, str]) -> dict[str, dict[str, Any]]:
                 continue  # an option of the same name that is not the setting
             entry = found.setdefault(
                 param.name,
-                {"opts": [*param.opts, *param.secondary_opts], "help": help_text, "commands": []},
+                {
+                    "opts": [*param.opts, *param.secondary_opts],
+                    # as the terminal shows it: rich's escapes removed
+                    "help": help_text.replace("\\[", "["),
+                    "commands": [],
+                },
             )
             entry["commands"].append(path)
     return found
@@ -97,12 +86,12 @@ def render() -> str:
 
     fields = dataclasses.fields(config.Settings)
     defaults = config.Settings()
-    comments = _comments(config.Settings)
-    missing = [f.name for f in fields if f.name not in comments]
+    comments = _helps(config.Settings)
+    missing = [f.name for f in fields if not comments[f.name]]
     if missing:
         raise ValueError(
-            "settings without a #: comment in proof_orchestrator/config.py (the docs are "
-            f"generated from it): {', '.join(missing)}"
+            "settings without a help in proof_orchestrator/config.py (setting(default, help); "
+            f"the docs are generated from it): {', '.join(missing)}"
         )
     env_names = {f.name: config.env_name(f.name) for f in fields}
     flags = _flags(env_names)

@@ -17,36 +17,27 @@ from ..run.pipeline import FillOptions
 from ..workflows.bank import compare_executors, run_bank
 from .common import (
     EXIT_BAD_INPUT,
+    RESULTS,
     fail,
     fill_options,
     load_command_settings,
     out,
+    results_folder,
     run_command,
 )
-from .options import (
-    BanditOpt,
-    BudgetCap,
-    BudgetOpt,
-    CpuTarget,
-    ExecutorOpt,
-    MaxHeavy,
-    MaxLight,
-    MemoryBudget,
-    Portfolio,
-    Profile,
-    ProverMemory,
-    RayAddress,
-    Seed,
-    TacticTimeout,
-)
+from .options import SettingFlags, settings_flags
 from .progress import Tracker
 
 
+@settings_flags()
 def bank_command(
     bank: Annotated[Path, typer.Option(help="the benchmark bank folder")] = Path("bench/bank"),
-    out_dir: Annotated[Path, typer.Option("--out", help="where result JSON goes")] = Path(
-        "bench/results"
-    ),
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="the folder the result JSON goes to (not a file: not named *.json)"
+        ),
+    ] = RESULTS,
     rounds: Annotated[
         int, typer.Option(help="repeat the bank (fresh copies and ledger each time)")
     ] = 1,
@@ -58,22 +49,11 @@ def bank_command(
             help="run the bank with the local executor, then with Ray, and compare",
         ),
     ] = False,
-    cpu_target: CpuTarget = None,
-    max_light: MaxLight = None,
-    max_heavy: MaxHeavy = None,
-    profile: Profile = None,
-    seed: Seed = None,
-    bandit: BanditOpt = None,
-    executor: ExecutorOpt = None,
-    ray_address: RayAddress = None,
-    portfolio: Portfolio = None,
-    budget: BudgetOpt = None,
-    tactic_timeout: TacticTimeout = None,
-    budget_cap: BudgetCap = None,
-    prover_memory_mb: ProverMemory = None,
-    memory_budget_mb: MemoryBudget = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
-    """Run the Coq benchmark bank on copies and write bench/results/<timestamp>.json."""
+    """Run the Coq benchmark bank on copies and write .orch/results/<timestamp>.json
+    (or into --out)."""
     if not bank.is_dir():
         raise fail(
             f"{bank} does not exist; run from the repository root or pass --bank", EXIT_BAD_INPUT
@@ -84,7 +64,8 @@ def bank_command(
         resolve("coqtop")
     except ProverNotFound as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
-    settings = load_command_settings(Path.cwd(), locals())
+    out_dir = results_folder(out_dir)
+    settings = load_command_settings(Path.cwd(), flags)
     options = fill_options(settings)
     if compare_executors:
         _compare_executors(bank, out_dir, options, as_json)

@@ -7,7 +7,7 @@ import contextlib
 import shutil
 import signal
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,9 +17,8 @@ from rich.console import Console
 from ..backends import project_root
 from ..config import ConfigError, Settings, load_settings
 from ..errors import LedgerError, OrchError, PathNotFound, ProverNotFound
-from ..goals import Budget
 from ..ledger import Ledger, default_ledger_url
-from ..provers.process import resolve
+from ..provers.process import MEMORY_LIMIT, resolve
 from ..run.pipeline import FileReport, FileStatus, FillOptions, collect_files
 from ..workflows.gitops import GitError, GitRepo
 
@@ -99,14 +98,44 @@ def exit_if_unreadable(files: Sequence[FileReport]) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def load_command_settings(anchor: Path, arguments: dict[str, object]) -> Settings:
-    """Settings for the project at ``anchor``; flags are the arguments named like fields."""
-    flags = {name: arguments.get(name) for name in Settings.__slots__}
+def load_command_settings(anchor: Path, flags: Mapping[str, object]) -> Settings:
+    """Settings for the project at ``anchor``, ``flags`` (None: not given) over the rest.
+
+    The command's children started without a memory cap of their own (builds,
+    verification) get the settings' ``prover_memory_mb``.
+    """
     try:
         settings, _ = load_settings(project_root(anchor), flags)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
+    MEMORY_LIMIT.set(settings.prover_memory_mb * 1024**2)
     return settings
+
+
+#: where ``orch bank`` and ``orch eval`` write their results unless ``--out`` says otherwise
+#: (relative to the folder they run in)
+RESULTS = Path(".orch/results")
+
+
+def results_folder(path: Path) -> Path:
+    """``path`` made ready for result files; exit 2 if it cannot be a folder.
+
+    A name ending in ``.json`` is refused: ``--out`` names the folder the results
+    go into, and a folder named like a file is a trap for whoever reads it.
+    """
+    if path.suffix.lower() == ".json":
+        raise fail(
+            f"--out {path} is named like a JSON file, but it is the folder the results go "
+            f"into (as <timestamp>.json): give a folder, e.g. --out {path.with_suffix('')}",
+            EXIT_BAD_INPUT,
+        )
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise fail(
+            f"--out {path} cannot be used as the results folder: {exc}", EXIT_BAD_INPUT
+        ) from exc
+    return path
 
 
 def check_inputs(paths: list[Path]) -> None:
@@ -128,9 +157,8 @@ def check_inputs(paths: list[Path]) -> None:
 
 
 def fill_options(settings: Settings, *, dry_run: bool = False) -> FillOptions:
-    """The options of a run with ``settings`` (its per-goal budget and tactic timeout)."""
-    budget = Budget(cpu_seconds=settings.budget, tactic_seconds=settings.tactic_timeout)
-    return FillOptions(budget=budget, dry_run=dry_run, orch=settings)
+    """The options of a run with ``settings``."""
+    return FillOptions(dry_run=dry_run, orch=settings)
 
 
 def open_ledger(db: str | None, anchor: Path) -> Ledger:

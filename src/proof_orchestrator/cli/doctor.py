@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +13,7 @@ from pathlib import Path
 from ..config import ConfigError
 from ..coq.strategies.hammer import HAMMER_LIBEXEC
 from ..errors import ProverHung
-from ..lean.session import registry_path
+from ..lean.session import registry_path, repl_from_environment
 from ..llm.server import server_status
 from ..llm.settings import llm_off_reason, load_llm_settings
 from ..provers.process import run_sync
@@ -51,10 +51,9 @@ def _tool(name: str, argv: list[str], need: str, hint: str) -> Check:
 
 def _lean_repl() -> Check:
     """The Lean REPL: ``ORCH_LEAN_REPL``, the builds ``orch lean setup`` recorded, or ``repl``."""
-    if os.environ.get("ORCH_LEAN_REPL"):
-        return Check(
-            "lean-repl", True, "", f"ORCH_LEAN_REPL={os.environ['ORCH_LEAN_REPL']}", "optional"
-        )
+    argv = repl_from_environment()
+    if argv is not None:
+        return Check("lean-repl", True, "", f"ORCH_LEAN_REPL={shlex.join(argv)}", "optional")
     try:
         recorded = json.loads(registry_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -18,20 +18,35 @@ from ..run.pipeline import collect_files
 from ..workflows.evaluate import evaluate, write_result
 from .common import (
     EXIT_BAD_INPUT,
+    RESULTS,
     fail,
     load_command_settings,
     out,
+    results_folder,
     run_command,
 )
-from .options import StrictAxioms
+from .options import SettingFlags, settings_flags
 from .progress import EvalTracker
 
+#: the settings eval takes: each arm's budget per goal (one pass: it is also the cap), the
+#: timeout of one tactic in every arm, the seed of the arm order and of --sample, and the
+#: axiom audit
+EVAL_SETTINGS = ("budget", "tactic_timeout", "seed", "strict_axioms")
 
+
+@settings_flags(
+    EVAL_SETTINGS,
+    extra={"tactic_timeout": ("--tactic-seconds",)},
+    notes={
+        "budget": "CPU seconds per goal and per arm, one pass",
+        "tactic_timeout": "timeout of one tactic in every arm",
+        "seed": "seed of the arm order and of --sample",
+    },
+)
 def eval_command(
     paths: Annotated[
         list[Path], typer.Argument(help="Coq files or folders whose Qed proofs to re-prove")
     ],
-    budget: Annotated[float, typer.Option(help="CPU seconds per goal and per arm")] = 10.0,
     baseline: Annotated[
         list[str] | None,
         typer.Option(
@@ -44,23 +59,21 @@ def eval_command(
     portfolio: Annotated[
         bool, typer.Option(help="run the portfolio arm (--no-portfolio: the peers only)")
     ] = True,
-    tactic_seconds: Annotated[
-        float, typer.Option(help="timeout of one tactic, s (every arm)", min=0.1)
-    ] = 1.0,
     limit: Annotated[int | None, typer.Option(help="only the first N goals")] = None,
     sample: Annotated[
         int | None, typer.Option(help="N goals drawn at random (seeded) from all the files")
     ] = None,
-    seed: Annotated[int, typer.Option(help="seed of the arm order and of --sample")] = 0,
     only: Annotated[
         list[str] | None, typer.Option(help="only the goals of this lemma name (repeatable)")
     ] = None,
     workers: Annotated[int, typer.Option(help="files evaluated at once")] = 1,
-    out_dir: Annotated[Path, typer.Option("--out", help="where the result JSON goes")] = Path(
-        "bench/results"
-    ),
+    out_dir: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="the folder the result JSON goes to (not a file: not named *.json)"
+        ),
+    ] = RESULTS,
     as_json: Annotated[bool, typer.Option("--json")] = False,
-    strict_axioms: StrictAxioms = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -70,6 +83,8 @@ def eval_command(
             dir_okay=False,
         ),
     ] = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Hide each Qed proof and re-prove it with only what precedes it (position-faithful)."""
     files = [p for p in collect_files(paths) if p.suffix == ".v"] if paths else []
@@ -79,10 +94,15 @@ def eval_command(
         resolve("coqtop")
     except ProverNotFound as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
-    # --strict-axioms, else the project's configuration or ORCH_STRICT_AXIOMS, as for fill
-    strict = load_command_settings(files[0], {"strict_axioms": strict_axioms}).strict_axioms
+    # as for fill: a flag, else ORCH_*, else the project's file; one pass per arm, so the
+    # budget is its own cap
+    given = dict(flags)
+    if given.get("budget") is not None:
+        given["budget_cap"] = given["budget"]
+    settings = load_command_settings(files[0], given)
+    budget, seed = settings.budget, settings.seed
+    out_dir = results_folder(out_dir)
     progress = EvalTracker()
-    out_dir.mkdir(parents=True, exist_ok=True)
     journal = resume or out_dir / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-eval.partial.jsonl"
     try:
         with progress.live(), contextlib.redirect_stdout(sys.stderr):
@@ -97,11 +117,11 @@ def eval_command(
                     only=only or (),
                     workers=workers,
                     portfolio=portfolio,
-                    tactic_seconds=tactic_seconds,
+                    tactic_seconds=settings.tactic_timeout,
                     on_goal=progress.goal,
                     on_total=progress.total,
                     journal=journal,
-                    strict_axioms=strict,
+                    strict_axioms=settings.strict_axioms,
                     resume=resume,
                 )
             )

@@ -35,30 +35,7 @@ from .common import (
     ready_repo,
     run_command,
 )
-from .options import (
-    AllowDirty,
-    AllowImport,
-    BanditOpt,
-    BudgetCap,
-    BudgetOpt,
-    BuildCommand,
-    CpuTarget,
-    ExecutorOpt,
-    LlmBudget,
-    MaxHeavy,
-    MaxLight,
-    MemoryBudget,
-    Portfolio,
-    Profile,
-    ProverMemory,
-    PushOpt,
-    RayAddress,
-    Seed,
-    StrictAxioms,
-    StrictHoles,
-    TacticTimeout,
-    UseLlm,
-)
+from .options import AllowDirty, PushOpt, SettingFlags, settings_flags
 from .progress import Tracker
 from .project import print_model
 
@@ -129,6 +106,7 @@ def fill_json(report: FillReport) -> dict[str, Any]:
     }
 
 
+@settings_flags()
 def fill_command(
     paths: Annotated[
         list[Path], typer.Argument(help=".v and .lean files, directories or _CoqProject files")
@@ -165,26 +143,8 @@ def fill_command(
         Path | None,
         typer.Option(help="a blueprint content.tex: goals on its critical path go first"),
     ] = None,
-    cpu_target: CpuTarget = None,
-    max_light: MaxLight = None,
-    max_heavy: MaxHeavy = None,
-    profile: Profile = None,
-    seed: Seed = None,
-    bandit: BanditOpt = None,
-    executor: ExecutorOpt = None,
-    ray_address: RayAddress = None,
-    portfolio: Portfolio = None,
-    budget: BudgetOpt = None,
-    tactic_timeout: TacticTimeout = None,
-    budget_cap: BudgetCap = None,
-    prover_memory_mb: ProverMemory = None,
-    memory_budget_mb: MemoryBudget = None,
-    allow_import: AllowImport = None,
-    use_llm: UseLlm = None,
-    llm_budget_usd: LlmBudget = None,
-    strict_holes: StrictHoles = None,
-    strict_axioms: StrictAxioms = None,
-    build: BuildCommand = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Find holes, search proofs, verify each file, and write verified proofs back.
 
@@ -204,7 +164,7 @@ def fill_command(
         if git_per not in ("proof", "run"):
             raise fail("--git-per must be 'proof' or 'run'", EXIT_BAD_INPUT)
         repo = ready_repo(paths[0], allow_dirty)
-    settings = load_command_settings(paths[0], locals())
+    settings = load_command_settings(paths[0], flags)
     # with --git the proofs go to branches: the files in the working tree stay as they are
     weights: dict[str, float] = {}
     if blueprint is not None:
@@ -318,6 +278,7 @@ def _exit_if_unchecked(report: FillReport, *, quiet: bool = False) -> None:
     raise typer.Exit(EXIT_NOT_CHECKED)
 
 
+@settings_flags()
 def bg_command(
     paths: Annotated[
         list[Path], typer.Argument(help=".v and .lean files, directories or _CoqProject files")
@@ -338,30 +299,15 @@ def bg_command(
             "compile before their first hole)",
         ),
     ] = True,
-    cpu_target: CpuTarget = None,
-    max_light: MaxLight = None,
-    max_heavy: MaxHeavy = None,
-    profile: Profile = None,
-    seed: Seed = None,
-    bandit: BanditOpt = None,
-    executor: ExecutorOpt = None,
-    ray_address: RayAddress = None,
-    portfolio: Portfolio = None,
-    budget: BudgetOpt = None,
-    tactic_timeout: TacticTimeout = None,
-    budget_cap: BudgetCap = None,
-    prover_memory_mb: ProverMemory = None,
-    memory_budget_mb: MemoryBudget = None,
-    allow_import: AllowImport = None,
-    strict_holes: StrictHoles = None,
-    strict_axioms: StrictAxioms = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Keep filling holes: revisit stuck goals, react to edits (repairing the proofs they
     broke, unless --no-repair), hold the CPU target."""
     check_inputs(paths)
     if duration is not None and duration <= 0:
         raise fail("--duration must be positive", EXIT_BAD_INPUT)
-    settings = load_command_settings(paths[0], locals())
+    settings = load_command_settings(paths[0], flags)
     ledger = open_ledger(db, paths[0])
 
     def cycle(number: int, report: FillReport | None, next_step: str) -> None:

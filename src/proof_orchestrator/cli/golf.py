@@ -20,12 +20,13 @@ from .common import (
     out,
     run_on_ledger,
 )
-from .options import (
-    CpuTarget,
-    TacticTimeout,
-)
+from .options import SettingFlags, settings_flags
+
+#: the settings golf uses: a tactic's timeout, and the machine share of its sessions
+GOLF_SETTINGS = ("tactic_timeout", "cpu_target")
 
 
+@settings_flags(GOLF_SETTINGS)
 def golf_command(
     paths: Annotated[list[Path], typer.Argument(help=".v files, directories or _CoqProject files")],
     only: Annotated[
@@ -36,13 +37,13 @@ def golf_command(
     ] = False,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
-    tactic_timeout: TacticTimeout = None,
-    cpu_target: CpuTarget = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Shorten finished (Qed) Coq proofs; keep a shorter one only if the whole file verifies."""
     check_inputs(paths)
     coq_files = [p for p in collect_files(paths) if p.suffix == ".v"]
-    settings = load_command_settings(paths[0], locals())
+    settings = load_command_settings(paths[0], flags)
     options = fill_options(settings, dry_run=dry_run)
     ledger = open_ledger(db, paths[0])
     report = run_on_ledger(

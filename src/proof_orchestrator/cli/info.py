@@ -9,11 +9,13 @@ from typing import Annotated, Any
 
 import typer
 from rich.columns import Columns
+from rich.markup import escape
 from rich.table import Table
 
 from ..backends import project_root
 from ..config import ConfigError, env_name, load_settings
 from ..errors import LedgerError
+from ..llm.settings import NO_ENV, load_llm_settings_and_sources
 from .common import (
     EXIT_BAD_INPUT,
     fail,
@@ -24,7 +26,9 @@ from .doctor import run_checks
 
 
 def report_command(
-    result: Annotated[Path, typer.Argument(help="a bench/results/<timestamp>.json file")],
+    result: Annotated[
+        Path, typer.Argument(help="a result JSON of orch bank (.orch/results/<timestamp>.json)")
+    ],
     fmt: Annotated[str, typer.Option("--format", help="html or md")] = "html",
     out_path: Annotated[
         Path | None, typer.Option("--out", help="where to write (default: next to the JSON)")
@@ -245,22 +249,39 @@ def config_command(
     path: Annotated[Path, typer.Argument(help="a project folder or file")] = Path("."),
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Show every setting, its value and where it comes from (flag > env > file > default)."""
+    """Show every setting (the model provider's too), its value and where it comes from
+    (flag > env > file > default)."""
     if not path.exists():
         raise fail(f"{path} does not exist", EXIT_BAD_INPUT)
+    root = project_root(path)
     try:
-        settings, sources = load_settings(project_root(path))
+        settings, sources = load_settings(root)
+        llm, llm_sources = load_llm_settings_and_sources(root)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
-    rows = [(name, getattr(settings, name), sources[name]) for name in settings.__slots__]
+    rows = [
+        (name, getattr(settings, name), sources[name], env_name(name))
+        for name in settings.__slots__
+    ]
+    # the model provider's table; the key is never shown, only whether it is set
+    rows += [
+        (
+            f"llm.{name}",
+            ("(set)" if llm.api_key else "") if name == "api_key" else getattr(llm, name),
+            source,
+            "" if name in NO_ENV else env_name(name, "ORCH_LLM_"),
+        )
+        for name, source in llm_sources.items()
+    ]
     if as_json:
-        out.print_json(json.dumps({n: {"value": v, "source": src} for n, v, src in rows}))
+        out.print_json(json.dumps({n: {"value": v, "source": src} for n, v, src, _ in rows}))
         return
     table = Table(title="orch config")
     for column in ("setting", "value", "source", "environment variable"):
         table.add_column(column)
-    for name, value, source in rows:
-        table.add_row(name, str(value), source, env_name(name))
+    for name, value, source, env in rows:
+        # a file's table name ("[tool.orch]") is text, not rich markup
+        table.add_row(name, escape(str(value)), escape(source), env)
     out.print(table)
 
 

@@ -25,9 +25,10 @@ from .common import (
     ready_repo,
     run_on_ledger,
 )
-from .options import AllowDirty, BudgetOpt, CpuTarget, Profile, PushOpt, TacticTimeout
+from .options import AllowDirty, PushOpt, SettingFlags, settings_flags
 
 
+@settings_flags()
 def repair_command(
     paths: Annotated[
         list[Path], typer.Argument(help=".v or .lean files, directories or _CoqProject files")
@@ -59,10 +60,8 @@ def repair_command(
     allow_dirty: AllowDirty = False,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the result as JSON")] = False,
-    budget: BudgetOpt = None,
-    tactic_timeout: TacticTimeout = None,
-    cpu_target: CpuTarget = None,
-    profile: Profile = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Find the proofs an edit or an upgrade broke, repair them from the old proof, and
     write each repair once the whole file verifies (statements are never changed)."""
@@ -75,7 +74,7 @@ def repair_command(
         if git_per not in ("file", "proof", "run"):
             raise fail("--git-per must be 'file', 'proof' or 'run'", EXIT_BAD_INPUT)
         repo = ready_repo(paths[0], allow_dirty)
-    settings = load_command_settings(paths[0], locals())
+    settings = load_command_settings(paths[0], flags)
     # with --git the repairs go to branches: the files in the working tree stay as they are
     options = fill_options(settings, dry_run=dry_run or git)
     ledger = open_ledger(db, paths[0])

@@ -19,18 +19,7 @@ from .common import (
     open_ledger,
     ready_repo,
 )
-from .options import (
-    AllowDirty,
-    AllowImport,
-    BudgetOpt,
-    CpuTarget,
-    LlmBudget,
-    Profile,
-    StrictAxioms,
-    StrictHoles,
-    TacticTimeout,
-    UseLlm,
-)
+from .options import AllowDirty, SettingFlags, settings_flags
 
 
 def dashboard_command(
@@ -42,7 +31,10 @@ def dashboard_command(
     ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port")] = 8000,
     db: Annotated[str | None, typer.Option(help="ledger URL or SQLite path")] = None,
-    results: Annotated[Path | None, typer.Option(help="folder of benchmark result JSON")] = None,
+    results: Annotated[
+        Path | None,
+        typer.Option(help="folder of benchmark result JSON (default: PATH/.orch/results)"),
+    ] = None,
 ) -> None:
     """Serve the web dashboard (read-only) over the ledger."""
     if not path.is_dir():
@@ -68,6 +60,7 @@ def dashboard_command(
         ledger.close()
 
 
+@settings_flags()
 def mcp_command(
     project: Annotated[Path, typer.Argument(help="the project folder agents may work on")] = Path(
         "."
@@ -84,15 +77,8 @@ def mcp_command(
         bool, typer.Option("--git", help="verified proofs go to branches, files stay unchanged")
     ] = False,
     allow_dirty: AllowDirty = False,
-    cpu_target: CpuTarget = None,
-    profile: Profile = None,
-    budget: BudgetOpt = None,
-    tactic_timeout: TacticTimeout = None,
-    use_llm: UseLlm = None,
-    llm_budget_usd: LlmBudget = None,
-    allow_import: AllowImport = None,
-    strict_holes: StrictHoles = None,
-    strict_axioms: StrictAxioms = None,
+    *,
+    flags: SettingFlags,
 ) -> None:
     """Serve the project to AI agents over the Model Context Protocol (stdio by default)."""
     try:
@@ -108,7 +94,7 @@ def mcp_command(
     token = os.environ.get("ORCH_MCP_TOKEN") or None
     if http and not _is_loopback(host) and token is None:
         raise fail(f"refusing to serve on {host} without ORCH_MCP_TOKEN", EXIT_BAD_INPUT)
-    settings = load_command_settings(project, locals())
+    settings = load_command_settings(project, flags)
     repo: GitRepo | None = None
     if git:
         repo = ready_repo(project, allow_dirty)

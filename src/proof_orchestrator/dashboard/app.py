@@ -42,7 +42,7 @@ def create_app(
         ledger=ledger,
         reader=LedgerReader(ledger),
         root=root,
-        results=results_dir or root / "bench" / "results",
+        results=results_dir or root / ".orch" / "results",
         templates=environment(),
         registry=metrics.metrics_registry(ledger),
     )

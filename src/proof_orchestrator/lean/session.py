@@ -35,6 +35,7 @@ from typing import Any
 
 import psutil
 
+from ..config import cache_folder
 from ..errors import (
     ProverError,
     ProverHung,
@@ -104,8 +105,13 @@ def _toolchain(folder: Path) -> str:
 
 def registry_path() -> Path:
     """Where ``orch lean setup`` records the REPL it built for each toolchain."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "orch" / "lean-repl" / "registry.json"
+    return cache_folder("lean-repl") / "registry.json"
+
+
+def repl_from_environment() -> list[str] | None:
+    """``ORCH_LEAN_REPL`` as a command line (None: unset or empty); the one place it is read."""
+    raw = os.environ.get("ORCH_LEAN_REPL", "")
+    return shlex.split(raw) if raw else None
 
 
 def find_repl(project: LeanProject, settings: LeanSettings) -> list[str]:
@@ -116,9 +122,7 @@ def find_repl(project: LeanProject, settings: LeanSettings) -> list[str]:
     ``PATH``. In a Lake project the REPL runs under ``lake env`` so that the
     project's imports resolve.
     """
-    argv: list[str] | None = list(settings.repl) if settings.repl else None
-    if argv is None and os.environ.get("ORCH_LEAN_REPL"):
-        argv = shlex.split(os.environ["ORCH_LEAN_REPL"])
+    argv: list[str] | None = list(settings.repl) if settings.repl else repl_from_environment()
     if argv is None:
         with contextlib.suppress(OSError, ValueError):
             recorded = json.loads(registry_path().read_text(encoding="utf-8"))

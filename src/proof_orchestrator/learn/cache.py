@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..config import cache_folder
 from .examples import ProofExample
 
 __all__ = ["CACHE_FORMAT", "ProofCache", "default_cache_folder", "file_digest"]
@@ -29,8 +30,7 @@ _CHUNK = 1 << 20
 
 
 def default_cache_folder() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "orch" / "proofs"
+    return cache_folder("proofs")
 
 
 _DIGESTS: dict[tuple[str, int, int], str] = {}

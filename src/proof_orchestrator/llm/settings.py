@@ -1,7 +1,10 @@
 """Settings of the model provider, read when a command starts (never at import time).
 
 Precedence, highest first: ``ORCH_LLM_*`` environment variables > the
-``[llm]`` table of the project's ``orch.toml`` > the defaults below. The key
+``llm`` table of the project's settings file (``[llm]`` in ``orch.toml``, or
+``[tool.orch.llm]`` in ``pyproject.toml``) > the defaults below; the file is
+found, read and checked by the same functions as the run's settings
+(:mod:`..config`), with the same errors. The key
 may also come from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``. Local servers
 (vLLM, llama.cpp, Ollama) speak the OpenAI wire format: set ``base_url`` to
 their ``/v1`` address and any non-empty key.
@@ -13,16 +16,24 @@ import enum
 import importlib.util
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..config import ConfigError
+from ..config import ConfigError, ProjectFile, coerce, read_project_file, resolve_fields
 
-__all__ = ["LLMMode", "LLMSettings", "ProviderKind", "llm_off_reason", "load_llm_settings", "probe"]
+__all__ = [
+    "NO_ENV",
+    "LLMMode",
+    "LLMSettings",
+    "ProviderKind",
+    "llm_off_reason",
+    "load_llm_settings",
+    "load_llm_settings_and_sources",
+    "probe",
+]
 
 
 class ProviderKind(enum.StrEnum):
@@ -63,7 +74,8 @@ class LLMSettings:
     max_retries: int = 3
     #: model requests in flight at once (they use no local CPU slot)
     concurrency: int = 2
-    #: stop making requests once a run has spent this much (USD); 0 = no cap
+    #: stop making requests once a run has spent this much (USD); 0 = no cap. Its
+    #: variable would be ORCH_LLM_BUDGET_USD, which is the run's ``llm_budget_usd``
     budget_usd: float = 0.0
     #: USD per million input / output tokens (the price table's default)
     price_in: float = 0.0
@@ -97,63 +109,58 @@ class LLMSettings:
         return (tokens_in * price_in + tokens_out * price_out) / 1_000_000
 
 
-_SCALARS = {f.name for f in fields(LLMSettings)} - {"prices"}
-
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off"}
-
-
-def _coerce(name: str, raw: Any, kind: type) -> Any:
-    if kind is bool and not isinstance(raw, bool):
-        word = str(raw).strip().lower()
-        if word in _TRUE | _FALSE:
-            return word in _TRUE
-        raise ConfigError(f"llm setting {name}: cannot read {raw!r} as true or false")
-    try:
-        return kind(raw)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"llm setting {name}: cannot read {raw!r} as {kind.__name__}") from exc
+#: fields with no variable of their own: ORCH_LLM_BUDGET_USD is the run's
+#: ``llm_budget_usd`` (:class:`..config.Settings`), which overrides ``budget_usd`` when
+#: above 0, so that each variable is read once, by one setting
+NO_ENV = frozenset({"budget_usd"})
 
 
 def load_llm_settings(
     root: Path | None = None,
+    flags: Mapping[str, Any] | None = None,
     environ: Mapping[str, str] | None = None,
-    **overrides: Any,
 ) -> LLMSettings:
-    """The provider settings for the project at ``root`` (``overrides`` win over everything)."""
+    """The provider settings for the project at ``root``.
+
+    Read by :func:`..config.resolve_fields`, as the run's settings are: ``flags``
+    (None: not given) > ``ORCH_LLM_*`` > the ``llm`` table of the project's file >
+    the defaults.
+    """
+    return load_llm_settings_and_sources(root, flags, environ)[0]
+
+
+def load_llm_settings_and_sources(
+    root: Path | None = None,
+    flags: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[LLMSettings, dict[str, str]]:
+    """:func:`load_llm_settings`, and where each value came from (``orch config``)."""
     environ = os.environ if environ is None else environ
-    table: dict[str, Any] = {}
-    if root is not None and (root / "orch.toml").is_file():
-        try:
-            table = dict(tomllib.loads((root / "orch.toml").read_text("utf-8")).get("llm", {}))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot read {root / 'orch.toml'}: {exc}") from exc
-    unknown = set(table) - _SCALARS - {"prices"}
-    if unknown:
-        raise ConfigError(f"unknown [llm] setting(s) in orch.toml: {', '.join(sorted(unknown))}")
-    defaults = LLMSettings()
-    values: dict[str, Any] = {}
-    for name in _SCALARS:
-        kind = type(getattr(defaults, name))
-        env = f"ORCH_LLM_{name.upper()}"
-        if env in environ:
-            values[name] = _coerce(name, environ[env], kind)
-        elif name in table:
-            values[name] = _coerce(name, table[name], kind)
+    file = read_project_file(root).table("llm") if root is not None else ProjectFile()
+    values, sources = resolve_fields(
+        LLMSettings,
+        file,
+        flags,
+        environ,
+        prefix="ORCH_LLM_",
+        tables=frozenset({"prices"}),
+        no_env=NO_ENV,
+    )
     prices: dict[str, tuple[float, float]] = {}
-    for model, entry in dict(table.get("prices", {})).items():
+    for model, entry in dict(file.values.get("prices", {})).items():
         if not isinstance(entry, Mapping):
-            raise ConfigError(f"[llm.prices] {model} must be a table with input and output")
+            raise ConfigError(f"{file.label}: prices.{model} must be a table with input and output")
         prices[str(model)] = (
-            _coerce("prices", entry.get("input", 0.0), float),
-            _coerce("prices", entry.get("output", 0.0), float),
+            coerce(f"prices.{model}.input", entry.get("input", 0.0), float),
+            coerce(f"prices.{model}.output", entry.get("output", 0.0), float),
         )
-    settings = replace(defaults, **values, prices=prices)
+    settings = LLMSettings(**values, prices=prices)
     if not settings.api_key:
         fallback = "ANTHROPIC_API_KEY" if settings.provider == "anthropic" else "OPENAI_API_KEY"
-        settings = replace(settings, api_key=environ.get(fallback, ""))
-    return replace(settings, **overrides).validate()
+        if fallback in environ:
+            settings = replace(settings, api_key=environ[fallback])
+            sources["api_key"] = f"env {fallback}"
+    return settings.validate(), sources
 
 
 def llm_off_reason(settings: LLMSettings) -> str | None:
@@ -162,7 +169,7 @@ def llm_off_reason(settings: LLMSettings) -> str | None:
     if importlib.util.find_spec(sdk) is None or importlib.util.find_spec("tenacity") is None:
         return f"the {sdk} SDK is not installed: pip install 'proof-orchestrator[llm]'"
     if not settings.model:
-        return "no model is set (ORCH_LLM_MODEL or [llm] model in orch.toml)"
+        return "no model is set (ORCH_LLM_MODEL, or model in the [llm] table of orch.toml)"
     if not settings.api_key:
         return "no API key (ORCH_LLM_API_KEY; for a local server without keys, any non-empty value)"
     return None

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -222,6 +223,7 @@ class DescendantMeter:
 
 __all__ = [
     "DEFAULT_MEMORY_LIMIT",
+    "MEMORY_LIMIT",
     "CompletedRun",
     "CpuReader",
     "DescendantMeter",
@@ -234,13 +236,16 @@ __all__ = [
     "stop_process",
 ]
 
-#: address-space cap for one prover process (bytes); ``ORCH_PROVER_MEMORY_MB`` overrides
+#: address-space cap for one prover process (bytes) when nothing else is set
 DEFAULT_MEMORY_LIMIT = 4 * 1024**3
+
+#: the cap of a child started without one (bytes): a command sets it from its
+#: settings (``prover_memory_mb``, which reads ``ORCH_PROVER_MEMORY_MB``) when it starts
+MEMORY_LIMIT: ContextVar[int] = ContextVar("memory_limit", default=DEFAULT_MEMORY_LIMIT)
 
 
 def memory_limit() -> int:
-    raw = os.environ.get("ORCH_PROVER_MEMORY_MB")
-    return int(raw) * 1024**2 if raw else DEFAULT_MEMORY_LIMIT
+    return MEMORY_LIMIT.get()
 
 
 def _limit_memory(pid: int, limit: int) -> None:
@@ -308,7 +313,7 @@ async def spawn(
 ) -> asyncio.subprocess.Process:
     """Start ``argv`` in its own session with pipes and a memory cap.
 
-    ``memory_bytes`` defaults to ``ORCH_PROVER_MEMORY_MB`` or 4 GiB. With
+    ``memory_bytes`` defaults to :data:`MEMORY_LIMIT` (the settings' ``prover_memory_mb``). With
     ``stdout_sink``, standard output goes to the sink as it arrives instead
     of to ``proc.stdout``.
     """

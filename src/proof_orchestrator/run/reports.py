@@ -146,8 +146,6 @@ class FillReport:
 
 @dataclass(frozen=True, slots=True)
 class FillOptions:
-    #: the first budget of every strategy on every goal
-    budget: Budget = field(default_factory=lambda: Budget(cpu_seconds=10.0, tactic_seconds=1.0))
     dry_run: bool = False
     #: reuse proofs from the ledger instead of searching again
     reuse: bool = True
@@ -159,6 +157,12 @@ class FillOptions:
     prioritize: frozenset[str] = frozenset()
     #: extra priority per declaration name (the blueprint's critical path)
     weights: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def budget(self) -> Budget:
+        """The first budget of every strategy on every goal: the settings' ``budget`` and
+        ``tactic_timeout`` (held there only, so they cannot disagree)."""
+        return Budget(cpu_seconds=self.orch.budget, tactic_seconds=self.orch.tactic_timeout)
 
 
 GoalCallback = Callable[[GoalReport], None]

@@ -138,7 +138,6 @@ async def run_bank(
                     [workdir],
                     ledger,
                     FillOptions(
-                        budget=options.budget,
                         dry_run=False,
                         reuse=False,
                         coq=options.coq,

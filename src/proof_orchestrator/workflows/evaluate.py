@@ -146,9 +146,12 @@ class FillPortfolio:
         name = f"eval-ledger-{only}.sqlite" if only else "eval-ledger.sqlite"
         self.ledger = Ledger(f"sqlite:///{workdir / name}")
         settings = Settings(
-            cpu_target=1.0, budget=budget.cpu_seconds, budget_cap=budget.cpu_seconds
+            cpu_target=1.0,
+            budget=budget.cpu_seconds,
+            budget_cap=budget.cpu_seconds,
+            tactic_timeout=budget.tactic_seconds,
         )
-        self.options = FillOptions(budget=budget, reuse=False, orch=settings, command="eval")
+        self.options = FillOptions(reuse=False, orch=settings, command="eval")
         governor = CpuGovernor.for_settings(settings)
         governor.limit = settings.portfolio
         report = FillReport()

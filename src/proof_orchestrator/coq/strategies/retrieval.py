@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ...config import cache_folder
 from ...errors import SourceSyntaxError
 from ...search.premises import Premise, PremiseIndex, tokens
 from ..holes import LEMMA_KEYWORDS
@@ -89,8 +90,7 @@ def _cache_file(source: Path) -> Path | None:
     except OSError:
         return None
     key = f"{_CACHE_FORMAT}\0{source.resolve()}\0{stat.st_mtime_ns}\0{stat.st_size}"
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-    return cache / "orch" / "premises" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+    return cache_folder("premises") / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
 
 
 def _read_cached(path: Path) -> tuple[Premise, ...] | None:
