@@ -22,7 +22,6 @@ from typing import Any
 from ..backends import backend_for, scan_text
 from ..errors import (
     AgentError,
-    FileChangedError,
     OrchError,
     PrefixError,
     ProverError,
@@ -35,7 +34,7 @@ from ..provers.base import TacticStatus
 from ..run.attempts import AttemptRunner, FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.pipeline import collect_files
-from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillReport, GoalReport
 from ..run.toolbox import Toolbox
 from ..run.writing import verify_and_write
 from ..scheduler.bandit import Bandit
@@ -342,7 +341,7 @@ class AgentService:
         """The one verify-and-write step (:func:`~..run.writing.verify_and_write`), under
         the file's lock, on what the file holds now; or a git branch with ``--git``."""
         started = time.monotonic()
-        async with file_lock(located.path, self.root / ".orch" / "locks"):
+        async with file_lock(located.path):
             # the file may have changed while we waited: work on what is on disk now
             try:
                 located = self._locate(located.goal_id)
@@ -354,7 +353,7 @@ class AgentService:
                 located.hole.goal, Outcome.CANDIDATE, strategy, sentences, hole=located.hole
             )
             file_report = FileReport(located.path, FileStatus.INTERRUPTED)
-            candidate = (located.hole, goal_report, located.goal_id)
+            candidate = Candidate.of(located.hole, goal_report, located.goal_id)
             try:
                 async with self.governor.slot():
                     cpu_before = tools.verifier.cpu_seconds
@@ -376,13 +375,18 @@ class AgentService:
                     if done.accepted and (self.git is not None)
                     else ""
                 )
-            except (FileChangedError, OrchError) as exc:
+            except OrchError as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
                 return SubmitResult("rejected", str(exc), script=list(sentences))
             wall = time.monotonic() - started
             if not done.accepted:
                 # verify_and_write recorded the rejection with the verifier's reason
                 return SubmitResult("rejected", goal_report.message, script=list(sentences))
+            if done.error is not None:
+                # verified and in the ledger, but the file changed (or the disk failed):
+                # not written; the next run writes it
+                self._record(located, client, Outcome.REJECTED, sentences, message=str(done.error))
+                return SubmitResult("rejected", str(done.error), script=list(sentences))
             written = self._relative(located.path) if done.written else ""
             self._record(
                 located,

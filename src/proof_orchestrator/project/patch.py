@@ -1,10 +1,12 @@
 """Writing proofs into files: splicing, and atomic replacement of the file.
 
 A file is only ever replaced through a temporary file in the same directory
-and ``os.replace``, after the caller has verified the new content; a crash at
-any moment leaves either the old file or the new one, never a mix. Before the
-rename, the file on disk is compared with the text the proofs were found for:
-if the user edited it meanwhile, nothing is written.
+and ``os.replace``, after the caller has verified the new content and taken
+the file's lock; a crash at any moment leaves either the old file or the new
+one, never a mix. After the temporary file is written and before the rename,
+the file on disk is compared with the text the proofs were found for: if the
+user edited it meanwhile, nothing is written (:func:`write_atomic` says what
+window is left).
 """
 
 from __future__ import annotations
@@ -70,16 +72,66 @@ def apply_patches(
     return text[:at] + imports + text[at:]
 
 
+#: what identifies a file's content on disk without reading it: a save by rename changes
+#: the inode, a save in place the size or the times
+_Identity = tuple[int, int, int, int, int]
+
+
+def _identity(stat: os.stat_result) -> _Identity:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+
+
+def _changed(path: Path) -> FileChangedError:
+    return FileChangedError(
+        f"{path} changed on disk while its proofs were searched and checked (an edit, or "
+        "another writer); it was not overwritten. Its verified proofs stay in the ledger, "
+        "not written: run the same command again to write them into the file as it is now."
+    )
+
+
+def _look(path: Path, expected: str) -> _Identity:
+    """The identity of ``path`` if it holds ``expected`` (as read with universal newlines,
+    or byte for byte); else :class:`FileChangedError`."""
+    try:
+        with open(path, "rb") as handle:
+            seen = _identity(os.fstat(handle.fileno()))
+            data = handle.read()
+    except FileNotFoundError:
+        raise _changed(path) from None
+    current = data.decode("utf-8", errors="surrogateescape")
+    if current != expected and current.replace("\r\n", "\n").replace("\r", "\n") != expected:
+        raise _changed(path)
+    return seen
+
+
 def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
     """Replace ``path``'s content with ``new_text`` if it still holds ``expected_old``.
+
+    The caller holds the file's lock (:func:`.locks.file_lock`); every orch
+    writer takes it, so no other orch process writes ``path`` meanwhile. In
+    order: the temporary file (same folder) is written and fsynced; *then*
+    ``path`` is read and compared with ``expected_old``, and its identity
+    (inode, size, modification and change times) noted; right before the
+    rename it is read and compared again, identity included; then
+    ``os.replace`` and an fsync of the folder. A changed (or removed) file
+    raises :class:`FileChangedError` and is left as it is.
+
+    Residual window, stated honestly: an editor does not take our lock, and
+    POSIX has no compare-and-rename. A save that lands between the last look
+    and the rename (a few system calls, microseconds) is overwritten; so is a
+    save *in place* that an editor started before the rename and finishes
+    after it (its bytes go to the old inode, which is no longer ``path``).
+    Every other save (before the last look, or after the rename) is kept:
+    before, nothing is written; after, the save replaces our text, as any
+    later save does.
 
     A write that fails (``ENOSPC``, ``EIO``, a file size limit...) removes the
     temporary file and raises :class:`FileWriteError`: ``path`` keeps its bytes.
     """
-    current = path.read_text(encoding="utf-8")
-    if current != expected_old:
-        raise FileChangedError(f"{path} changed on disk while proofs were searched; not writing it")
-    mode = path.stat().st_mode & 0o7777
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        raise _changed(path) from None
     tmp: Path | None = None
     try:
         fd, tmp_name = tempfile.mkstemp(
@@ -91,11 +143,14 @@ def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+        seen = _look(path, expected_old)
+        # the last look: as little as possible between it and the rename
+        if _look(path, expected_old) != seen:
+            raise _changed(path)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        _remove(tmp)
         raise FileWriteError(
             f"could not write {path}: {_describe(exc)}. The file is unchanged (the temporary "
             "file was removed). Free space on its filesystem or check the disk, then run the "
@@ -104,9 +159,7 @@ def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
             exc.errno,
         ) from exc
     except BaseException:
-        if tmp is not None:
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        _remove(tmp)
         raise
     try:
         dir_fd = os.open(path.parent, os.O_RDONLY)
@@ -120,6 +173,12 @@ def write_atomic(path: Path, new_text: str, expected_old: str) -> None:
             f"{_describe(exc)}. Check the disk.",
             exc.errno,
         ) from exc
+
+
+def _remove(tmp: Path | None) -> None:
+    if tmp is not None:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
 
 
 def _describe(exc: OSError) -> str:
