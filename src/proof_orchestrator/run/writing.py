@@ -204,7 +204,7 @@ async def commit(
             uses_holes=report.uses_holes,
         )
     done = Written(list(accepted), final_text)
-    if not (write and accepted) or final_text == text:
+    if not write or final_text == text:
         return done
     try:
         async with file_lock(path):
