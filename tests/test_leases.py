@@ -3,6 +3,7 @@ a worker killed outright loses it one lease later (a real process, SIGKILL)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 from proof_orchestrator.goals import Goal, HoleKind
 from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.ledger.leases import Leases, LeaseState
 
 #: short enough for a quick test, long enough that a loaded machine does not miss a beat
 LEASE = 3.0
@@ -23,6 +25,7 @@ LEASE = 3.0
 WORKER = """
 import asyncio, sys
 from proof_orchestrator.ledger import Ledger
+from proof_orchestrator.ledger.leases import LeaseState, Leases
 from proof_orchestrator.ledger.leases import Leases
 
 async def main(url: str, ticket_id: int, lease: float) -> None:
@@ -105,3 +108,41 @@ def test_a_live_worker_keeps_its_ticket_past_its_lease_and_a_killed_one_loses_it
     # the last beat was at most a beat before the kill: the lease ran out within one lease
     assert waited <= LEASE + 2.0
     assert worker.returncode == -signal.SIGKILL
+    print(f"{tries} claims refused in {3 * LEASE:.0f} s; reclaimed {waited:.2f} s after SIGKILL")
+
+
+async def test_a_claim_is_renewed_while_its_worker_is_alive_and_runs_out_after(
+    ticket: tuple[Ledger, str, int],
+) -> None:
+    """The MCP tools' rule: an agent's claim is renewed while it keeps calling them."""
+    ledger, _, ticket_id = ticket
+    lease = 1.0
+    active = True
+    async with Leases(ledger, lease) as leases:
+        assert leases.claim("agent", ticket_id, alive=lambda: active) is not None
+        await asyncio.sleep(2.5 * lease)
+        assert ledger.claim_ticket("second", lease, ticket_id) is None
+        active = False  # the agent went quiet
+        quiet = time.monotonic()
+        while ledger.claim_ticket("second", lease, ticket_id) is None:
+            assert time.monotonic() - quiet < lease + 2.0
+            await asyncio.sleep(0.05)
+        active = True  # back, too late: the next beat finds the claim is the second's
+        await asyncio.sleep(leases.interval * 1.5)
+        assert ticket_id in leases.lost
+        assert not leases.holds(ticket_id)
+    assert leases.state is LeaseState.CLOSED
+    with pytest.raises(RuntimeError, match="cannot be reopened"):
+        await leases.__aenter__()
+
+
+async def test_a_completed_claim_is_no_longer_renewed(ticket: tuple[Ledger, str, int]) -> None:
+    ledger, _, ticket_id = ticket
+    async with Leases(ledger, 1.0) as leases:
+        assert leases.claim("worker", ticket_id) is not None
+        assert leases.complete(ticket_id, "worker", ["auto."])
+        assert not leases.holds(ticket_id)
+        leases.renew()
+    done = ledger.ticket(ticket_id)
+    assert done is not None
+    assert (done.state, done.proof) == ("completed", ["auto."])

@@ -134,6 +134,7 @@ SERVICE = r"""
 import asyncio, sys
 from pathlib import Path
 from proof_orchestrator.agents.service import AgentService
+from proof_orchestrator.errors import AgentError
 from proof_orchestrator.ledger import Ledger
 
 async def main() -> None:
@@ -145,7 +146,11 @@ async def main() -> None:
                 print(f"id {found[0]}", flush=True)
                 continue
             await asyncio.sleep(float(rest[0]))
-            result = await service.submit_proof(int(arg), "reflexivity.", "race")
+            try:
+                result = await service.submit_proof(int(arg), "reflexivity.", "race")
+            except AgentError:  # read while the editor was saving it in place: no hole
+                print("gone -", flush=True)
+                continue
             print(result.status, result.written or "-", flush=True)
 
 asyncio.run(main())
@@ -373,6 +378,10 @@ async def test_fill_races_a_real_mcp_submission_and_an_editor(tmp_path: Path) ->
             assert status == "verified" or not mcp_written, where
             if status == "verified":
                 assert proofs.get("mcp_goal") == [mcp_written], where
+            else:
+                # not written: checked and kept in the ledger (the file changed), or the
+                # hole was not found (read during an in-place save), nothing recorded
+                assert proofs.get("mcp_goal") in (None, [False]), where
             if mode == "none":
                 assert not done.written or "exact I." in final, f"fill's proof lost, {where}"
                 assert not mcp_written or "reflexivity." in final, f"MCP's proof lost, {where}"
