@@ -27,9 +27,13 @@ submit_proof`` (verified by coqc each time) in its own process.
 from __future__ import annotations
 
 import asyncio
+import glob
+import json
 import random
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -398,3 +402,66 @@ async def test_fill_races_a_real_mcp_submission_and_an_editor(tmp_path: Path) ->
     print(
         f"{SERVICE_ROUNDS} rounds with AgentService in {time.monotonic() - started:.1f} s: {tally}"
     )
+
+
+HOLES = """\
+Lemma one : 1 + 1 = 2.
+Proof.
+Admitted.
+
+Lemma two : forall b : bool, b = b.
+Proof.
+Admitted.
+"""
+
+
+FILL_FLAGS = ("--json", "--db")
+
+
+def _orch_fill(path: Path, db: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "proof_orchestrator.cli", "fill", str(path), *FILL_FLAGS, str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def test_orch_fill_keeps_a_save_made_while_it_checks_and_writes_its_proofs_next_run(
+    tmp_path: Path,
+) -> None:
+    """``orch fill`` end to end: the user saves the file in place while fill checks its
+    proofs (its verification folder appeared). The save stays; the proofs stay in the
+    ledger, not written, the report says the file changed; the next run writes them."""
+    path = tmp_path / "Holes.v"
+    path.write_text(HOLES, encoding="utf-8")
+    db = tmp_path / "ledger.sqlite"
+    user = HOLES + "(* the user's edit *)\n"
+    run = _orch_fill(path, db)
+    scratch = [f"{tempfile.gettempdir()}/orch-verify-{run.pid}-*", f"{tmp_path}/.orch/tmp/verify-*"]
+    saved = False
+    deadline = time.monotonic() + 240
+    while run.poll() is None and time.monotonic() < deadline and not saved:
+        if any(glob.glob(pattern) for pattern in scratch):
+            with open(path, "w", encoding="utf-8") as handle:  # in place, as an editor saves
+                handle.write(user)
+            saved = True
+        time.sleep(0.002)
+    out, err = run.communicate(timeout=300)
+    assert saved, (out[-2000:], err[-2000:])
+    assert path.read_text(encoding="utf-8") == user
+    (report,) = json.loads(out)["files"]
+    assert (report["status"], report["written"]) == ("changed", False), report
+    assert "not overwritten" in report["message"]
+    with sqlite3.connect(db) as connection:
+        assert connection.execute("SELECT written FROM proofs").fetchall() == [(0,), (0,)]
+    again = _orch_fill(path, db)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0, err[-2000:]
+    (report,) = json.loads(out)["files"]
+    assert {g["strategy"] for g in report["goals"]} == {"ledger-replay"}
+    final = path.read_text(encoding="utf-8")
+    assert "(* the user's edit *)" in final
+    assert final.count("Qed.") == 2
+    assert coqc_ok(path)
