@@ -14,8 +14,11 @@ folder per user on the machine (:func:`lock_folder`), never beside the
 user's sources. An editor does not take it: :func:`~.patch.write_atomic`
 compares the file under the lock for that.
 
-The lock is re-entrant within a task: a task that holds it (the MCP tools
-hold it across their check) takes it again at once in the commit step.
+The lock is re-entrant along one flow of control: a task that holds it (the
+MCP tools hold it across their check) takes it again at once in the commit
+step. The mark is a context variable, so a task started while the lock is
+held inherits it: such a task must be awaited before the lock is released
+(none of ours takes the lock).
 """
 
 from __future__ import annotations
