@@ -44,10 +44,10 @@ async def _verify(
         hole = holes[name]
         report = GoalReport(hole.goal, Outcome.CANDIDATE, "test", script, helpers=helpers)
         reports[name] = report
-        candidates.append((hole, report, ledger.upsert_goal(hole.goal)))
+        candidates.append(Candidate.of(hole, report, ledger.upsert_goal(hole.goal)))
     verifier = CoqVerifier()
     try:
-        accepted = await verify_candidates(
+        verified = await verify_candidates(
             path,
             text,
             candidates,
@@ -61,7 +61,7 @@ async def _verify(
         )
     finally:
         await verifier.aclose()
-    return accepted, reports
+    return verified.accepted, reports
 
 
 async def test_a_proof_using_an_earlier_hole_is_kept_when_that_hole_is_proved_too(
@@ -84,7 +84,7 @@ async def test_a_proof_using_an_earlier_hole_is_kept_when_that_hole_is_proved_to
             "base": (("intros.", "induction n; simpl; congruence."), ()),
         },
     )
-    assert sorted(h.goal.name for h, _, _ in accepted) == ["base", "uses_base"]
+    assert sorted(c.hole.goal.name for c in accepted) == ["base", "uses_base"]
     assert reports["uses_base"].outcome is Outcome.PROVED
     assert reports["later"].outcome is Outcome.REJECTED
 
@@ -96,7 +96,7 @@ async def test_a_proof_using_an_unproved_hole_is_accepted_modulo_that_hole(
     accepted, reports = await _verify(
         path, ledger, {"uses_base": (("intros.", "rewrite !base.", "reflexivity."), ())}
     )
-    assert [h.goal.name for h, _, _ in accepted] == ["uses_base"]
+    assert [c.hole.goal.name for c in accepted] == ["uses_base"]
     report = reports["uses_base"]
     assert report.outcome is Outcome.PROVED
     assert [(use.label, use.name, use.file) for use in report.uses_holes] == [

@@ -171,7 +171,7 @@ async def _check(
     text = path.read_text(encoding="utf-8")
     hole = next(h for h in scan_coq_text(path, text) if h.goal.name == name)
     report = GoalReport(hole.goal, Outcome.CANDIDATE, "test", script, helpers=helpers)
-    candidate: Candidate = (hole, report, ledger.upsert_goal(hole.goal))
+    candidate = Candidate.of(hole, report, ledger.upsert_goal(hole.goal))
     verifier = CoqVerifier()
     try:
         await verify_candidates(

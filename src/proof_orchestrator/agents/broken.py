@@ -21,7 +21,7 @@ from ..ledger import Ledger
 from ..project.locks import file_lock
 from ..run.pipeline import collect_files
 from ..run.repairing import verify_and_write_repairs
-from ..run.reports import FileReport, FileStatus, GoalReport
+from ..run.reports import Candidate, FileReport, FileStatus, GoalReport
 from ..run.toolbox import Toolbox
 from ..scheduler.governor import CpuGovernor
 from .results import BrokenInfo, SubmitResult
@@ -116,7 +116,7 @@ async def submit_repair(service: _Service, hole_id: int, script: str, client: st
     if row is None:
         return SubmitResult("rejected", f"no hole has id {hole_id}")
     path = service.resolve(row.file)
-    async with file_lock(path, service.root / ".orch" / "locks"):
+    async with file_lock(path):
         text, detection = await _detect(service, path)
         broken = next((b for b in detection.broken if b.hole.goal.name == row.name), None)
         if broken is None:
@@ -131,13 +131,22 @@ async def submit_repair(service: _Service, hole_id: int, script: str, client: st
         goal_report = GoalReport(
             broken.hole.goal, Outcome.CANDIDATE, f"mcp:{client}", sentences, hole=broken.hole
         )
+        file_report = FileReport(path, FileStatus.INTERRUPTED)
+        candidate = Candidate.of(broken.hole, goal_report, hole_id)
         async with service.governor.slot():
             done = await verify_and_write_repairs(
-                path, text, detection, [(broken.hole, goal_report, hole_id)], tools,
-                service.ledger, service.run_id, FileReport(path, FileStatus.INTERRUPTED),
-            )  # fmt: skip
+                path,
+                text,
+                detection,
+                [candidate],
+                tools,
+                service.ledger,
+                service.run_id,
+                file_report,
+            )
         if not done.accepted:
-            return SubmitResult("rejected", goal_report.message, script=list(sentences))
+            reason = file_report.message or goal_report.message
+            return SubmitResult("rejected", reason, script=list(sentences))
         service._record(located, client, Outcome.PROVED, sentences, message="repaired")
         written = service._relative(path) if done.written else ""
         return SubmitResult("verified", "", written, "", list(sentences))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import random
 import time
 from collections.abc import Sequence
@@ -22,7 +23,6 @@ from typing import Any
 from ..backends import backend_for, scan_text
 from ..errors import (
     AgentError,
-    FileChangedError,
     OrchError,
     PrefixError,
     ProverError,
@@ -30,12 +30,13 @@ from ..errors import (
 )
 from ..goals import Outcome
 from ..ledger import Ledger
+from ..ledger.leases import Leases
 from ..project.locks import file_lock
 from ..provers.base import TacticStatus
 from ..run.attempts import AttemptRunner, FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.pipeline import collect_files
-from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
+from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillReport, GoalReport
 from ..run.toolbox import Toolbox
 from ..run.writing import verify_and_write
 from ..scheduler.bandit import Bandit
@@ -68,7 +69,8 @@ __all__ = [
     "TryResult",
 ]
 
-#: seconds a ticket claimed by an agent stays reserved for it
+#: seconds a ticket claimed by an agent stays reserved for it; renewed while the agent
+#: keeps calling the tools (it is gone once it made no call for a whole lease)
 LEASE_SECONDS = 1800.0
 
 
@@ -83,6 +85,7 @@ class AgentService:
         *,
         git: GitRepo | None = None,
         strategies: Sequence[Strategy] | None = None,
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         self.root = root.resolve()
         self.ledger = ledger
@@ -95,11 +98,16 @@ class AgentService:
         self._runner: AttemptRunner | None = None
         self._run_id: int | None = None
         self._sampler: asyncio.Task[None] | None = None
+        #: the claims of the agents, renewed while each agent is active
+        self.leases = Leases(ledger, lease_seconds)
+        #: per client, when it last called a tool (monotonic seconds)
+        self._seen: dict[str, float] = {}
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> AgentService:
         self._sampler = asyncio.create_task(self.governor.run(), name="cpu-governor")
+        await self.leases.__aenter__()
         self._run_id = self.ledger.start_run("mcp", {"root": str(self.root)}, "")
         return self
 
@@ -112,6 +120,7 @@ class AgentService:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sampler
             self._sampler = None
+        await self.leases.aclose()
         await self.tools.aclose()
         if self._run_id is not None:
             self.ledger.finish_run(self._run_id, "finished", {})
@@ -198,6 +207,7 @@ class AgentService:
         budget: float = 0.0,
         tried: int = 0,
     ) -> None:
+        self._touch(client)
         self.ledger.record_attempt(
             run_id=self.run_id,
             goal_id=located.goal_id,
@@ -342,7 +352,7 @@ class AgentService:
         """The one verify-and-write step (:func:`~..run.writing.verify_and_write`), under
         the file's lock, on what the file holds now; or a git branch with ``--git``."""
         started = time.monotonic()
-        async with file_lock(located.path, self.root / ".orch" / "locks"):
+        async with file_lock(located.path):
             # the file may have changed while we waited: work on what is on disk now
             try:
                 located = self._locate(located.goal_id)
@@ -354,7 +364,7 @@ class AgentService:
                 located.hole.goal, Outcome.CANDIDATE, strategy, sentences, hole=located.hole
             )
             file_report = FileReport(located.path, FileStatus.INTERRUPTED)
-            candidate = (located.hole, goal_report, located.goal_id)
+            candidate = Candidate.of(located.hole, goal_report, located.goal_id)
             try:
                 async with self.governor.slot():
                     cpu_before = tools.verifier.cpu_seconds
@@ -376,13 +386,18 @@ class AgentService:
                     if done.accepted and (self.git is not None)
                     else ""
                 )
-            except (FileChangedError, OrchError) as exc:
+            except OrchError as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
                 return SubmitResult("rejected", str(exc), script=list(sentences))
             wall = time.monotonic() - started
             if not done.accepted:
                 # verify_and_write recorded the rejection with the verifier's reason
                 return SubmitResult("rejected", goal_report.message, script=list(sentences))
+            if done.error is not None:
+                # verified and in the ledger, but the file changed (or the disk failed):
+                # not written; the next run writes it
+                self._record(located, client, Outcome.REJECTED, sentences, message=str(done.error))
+                return SubmitResult("rejected", str(done.error), script=list(sentences))
             written = self._relative(located.path) if done.written else ""
             self._record(
                 located,
@@ -480,15 +495,29 @@ class AgentService:
         alive = [t for t in self.ledger.tickets() if t.state in ("open", "claimed")]
         return [ticket_info(t) for t in alive]
 
+    def _touch(self, client: str) -> None:
+        self._seen[client] = time.monotonic()
+
+    def _active(self, client: str) -> bool:
+        """Whether ``client`` called a tool within the last lease (its claims are renewed)."""
+        seen = self._seen.get(client)
+        return seen is not None and time.monotonic() - seen < self.leases.lease_seconds
+
     def claim_ticket(self, ticket_id: int, client: str) -> TicketInfo:
+        """Claim a ticket for ``client``: its lease is renewed while the client keeps
+        calling tools, and runs out one lease after its last call."""
+        self._touch(client)
         self.ledger.expire_leases()
-        ticket = self.ledger.claim_ticket(f"mcp:{client}", LEASE_SECONDS, ticket_id)
+        ticket = self.leases.claim(
+            f"mcp:{client}", ticket_id, alive=functools.partial(self._active, client)
+        )
         if ticket is None:
             raise AgentError(f"ticket {ticket_id} is not open (claimed by another, or closed)")
         return ticket_info(ticket)
 
     async def complete_ticket(self, ticket_id: int, script: str, client: str) -> SubmitResult:
         """Check a helper lemma's proof in the parent goal's file, then complete the ticket."""
+        self._touch(client)
         ticket = self.ledger.ticket(ticket_id)
         worker = f"mcp:{client}"
         if ticket is None or ticket.state != "claimed" or ticket.claimed_by != worker:
@@ -525,7 +554,7 @@ class AgentService:
                 message=f"ticket {ticket_id}: {reason}",
             )
             return SubmitResult("rejected", reason, script=list(sentences))
-        if not self.ledger.complete_ticket(ticket_id, worker, sentences):
+        if not self.leases.complete(ticket_id, worker, sentences):
             raise AgentError(f"ticket {ticket_id} was taken back before it was completed")
         self._record(
             located,

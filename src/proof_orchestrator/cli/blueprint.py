@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -10,10 +11,12 @@ import typer
 from ..backends import backend_named
 from ..errors import OrchError
 from ..ledger import default_ledger_url
+from ..project.locks import file_lock
 from ..project.patch import write_atomic
 from ..workflows.blueprint import scan_declarations, sync
 from .common import (
     EXIT_BAD_INPUT,
+    EXIT_FAILED,
     fail,
     open_ledger,
     out,
@@ -89,4 +92,14 @@ def blueprint_sync_command(
             raise typer.Exit(1)
         return
     if new_text != text:
+        try:
+            asyncio.run(_write(content, new_text, text))
+        except OrchError as exc:  # the file changed meanwhile, or the disk failed
+            raise fail(str(exc), EXIT_FAILED) from exc
+
+
+async def _write(content: Path, new_text: str, text: str) -> None:
+    """The commit step's write (no proof, no ledger): under the file's lock, only if
+    ``content`` still holds ``text`` (else FileChangedError: the user's edit stays)."""
+    async with file_lock(content):
         write_atomic(content, new_text, text)

@@ -87,6 +87,26 @@ class TicketMarket(LedgerCore):
         return None
 
     @retrying
+    def renew_lease(self, ticket_id: int, worker: str, lease_seconds: float) -> bool:
+        """Extend ``worker``'s lease on ``ticket_id`` to ``lease_seconds`` from now (the
+        heartbeat of :class:`~.leases.Lease`); False if the worker no longer holds it
+        (completed, released, or claimed by another after the lease ran out)."""
+        now = utcnow()
+        with self._transaction() as connection:
+            return (
+                connection.execute(
+                    update(Ticket)
+                    .where(
+                        Ticket.id == ticket_id,
+                        Ticket.state == "claimed",
+                        Ticket.claimed_by == worker,
+                    )
+                    .values(lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
+                ).rowcount
+                == 1
+            )
+
+    @retrying
     def complete_ticket(self, ticket_id: int, worker: str, proof: Sequence[str]) -> bool:
         """Record the helper's proof; only the worker holding the claim may."""
         with self._transaction() as connection:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import time
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,14 @@ from ..backends import backend_for
 from ..errors import PrefixError, ProverError
 from ..goals import Budget, HoleUse, Outcome
 from ..ledger import Ledger
-from ..project.patch import Patch, apply_patches
+from ..project.patch import apply_patches
 from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w'.]*")
 
 __all__ = [
+    "Verified",
     "blamed_candidates",
     "leans_on",
     "refuse_holes",
@@ -70,6 +72,16 @@ async def replay_script(
     )
 
 
+@dataclass(slots=True)
+class Verified:
+    """What the whole-file check accepted, and the text it accepted them in."""
+
+    accepted: list[Candidate]
+    #: the checked text with every accepted patch in it (the text itself if none was):
+    #: the file's new text, spliced once, by the check that accepted it
+    text: str
+
+
 async def verify_candidates(
     path: Path,
     text: str,
@@ -82,27 +94,29 @@ async def verify_candidates(
     file_report: FileReport,
     *,
     strict_holes: bool = False,
-) -> list[Candidate]:
+) -> Verified:
     """Keep the candidates that the whole-file check accepts; mark the others REJECTED.
 
     An accepted candidate's report says which holes its proof still rests on
     (``uses_holes``, empty for a closed proof); ``strict_holes`` refuses those.
     """
     if not candidates:
-        return []
+        return Verified([], text)
     cpu_before = verifier.cpu_seconds
 
     backend = backend_for(path)
-    #: per accepted candidate (by id), the holes its proof used when it was checked
-    used: dict[int, tuple[HoleUse, ...]] = {}
+    #: per accepted candidate (by span), the holes its proof used when it was checked
+    used: dict[tuple[int, int], tuple[HoleUse, ...]] = {}
+    #: the text of the last check that accepted, with every accepted patch in it
+    verified_text = text
 
     def reject(item: Candidate, detail: str) -> None:
-        _, goal_report, goal_id = item
+        goal_report = item.report
         goal_report.outcome = Outcome.REJECTED
         goal_report.message = detail[-1000:]
         ledger.record_attempt(
             run_id=run_id,
-            goal_id=goal_id,
+            goal_id=item.goal_id,
             fingerprint=goal_report.goal.fingerprint,
             strategy=goal_report.strategy,
             outcome=Outcome.REJECTED,
@@ -110,24 +124,26 @@ async def verify_candidates(
             prover_version=version,
             message=detail,
         )
-        ledger.set_goal_status(goal_id, "rejected")
+        ledger.set_goal_status(item.goal_id, "rejected")
 
     def reason(item: Candidate, result: VerificationResult) -> str:
-        refused = result.holes_used.get(item[0].goal.qualified_name, ())
+        refused = result.holes_used.get(item.hole.goal.qualified_name, ())
         if result.verdict is Verdict.NEW_ASSUMPTIONS and refused:  # --strict-holes
             return _hole_reason([use.label for use in refused])
         return result.detail
 
     async def check(chosen: list[Candidate]) -> VerificationResult:
-        patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
+        nonlocal verified_text
+        patches = [item.patch for item in chosen]
         patched = apply_patches(text, patches, backend.import_insertion(text, patches))
-        goals = [h.goal for h, _, _ in chosen]
+        goals = [item.hole.goal for item in chosen]
         result = await verifier.verify(path, text, patched, goals, frozenset(axioms))
         if result.accepted:
             if strict_holes and any(result.holes_used.values()):
                 return refuse_holes(result)
             for item in chosen:
-                used[id(item)] = result.holes_used.get(item[0].goal.qualified_name, ())
+                used[item.span] = result.holes_used.get(item.hole.goal.qualified_name, ())
+            verified_text = patched
         return result
 
     # Verify everything at once; on failure, drop the candidates the verifier
@@ -136,7 +152,9 @@ async def verify_candidates(
     # adding candidates one at a time, in file order (a lemma's proof may use
     # the holes above it), going round again while a round accepts something:
     # a candidate that used a hole accepted later in the round gets its retry.
-    remaining = sorted(candidates, key=lambda item: item[0].proof_start)
+    # ``accepted`` only grows on an accepting check, so the last accepting
+    # check's text holds exactly the accepted patches.
+    remaining = sorted(candidates, key=lambda item: item.hole.proof_start)
     accepted: list[Candidate] = []
     while remaining:
         result = await check(remaining)
@@ -145,7 +163,7 @@ async def verify_candidates(
             break
         blamed = blamed_candidates(path, text, remaining, result)
         if not blamed:
-            failures: dict[int, str] = {}
+            failures: dict[tuple[int, int], str] = {}
             while remaining:
                 still: list[Candidate] = []
                 for item in remaining:
@@ -154,23 +172,23 @@ async def verify_candidates(
                         accepted.append(item)
                     else:
                         still.append(item)
-                        failures[id(item)] = reason(item, single)
+                        failures[item.span] = reason(item, single)
                 if len(still) == len(remaining):
                     break
                 remaining = still
             for item in remaining:
-                reject(item, failures[id(item)])
+                reject(item, failures[item.span])
             break
         for item in blamed:
             reject(item, reason(item, result))
-        remaining = [item for item in remaining if all(item is not b for b in blamed)]
-    uses = with_closure(path, {id(item): item for item in accepted}, used)
+        dropped = {item.span for item in blamed}
+        remaining = [item for item in remaining if item.span not in dropped]
+    uses = with_closure(path, {item.span: item for item in accepted}, used)
     for item in accepted:
-        goal_report = item[1]
-        goal_report.outcome = Outcome.PROVED
-        goal_report.uses_holes = uses.get(id(item), ())
+        item.report.outcome = Outcome.PROVED
+        item.report.uses_holes = uses.get(item.span, ())
     file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
-    return accepted
+    return Verified(accepted, verified_text if accepted else text)
 
 
 def _hole_reason(labels: list[str]) -> str:
@@ -198,16 +216,18 @@ def refuse_holes(result: VerificationResult) -> VerificationResult:
 
 
 def with_closure(
-    path: Path, accepted: dict[int, Candidate], used: dict[int, tuple[HoleUse, ...]]
-) -> dict[int, tuple[HoleUse, ...]]:
+    path: Path,
+    accepted: dict[tuple[int, int], Candidate],
+    used: dict[tuple[int, int], tuple[HoleUse, ...]],
+) -> dict[tuple[int, int], tuple[HoleUse, ...]]:
     """The holes each accepted proof rests on once all of ``accepted`` are in the file.
 
     A proof checked before a hole it used was accepted (one at a time, a later
     round) rests on what that hole's proof rests on instead.
     """
-    own = {(str(path), item[0].goal.qualified_name): key for key, item in accepted.items()}
+    own = {(str(path), item.hole.goal.qualified_name): key for key, item in accepted.items()}
 
-    def resolve(key: int, seen: frozenset[int]) -> tuple[HoleUse, ...]:
+    def resolve(key: tuple[int, int], seen: frozenset[tuple[int, int]]) -> tuple[HoleUse, ...]:
         found: dict[tuple[str, str], HoleUse] = {}
         for use in used.get(key, ()):
             other = own.get((use.file, use.name))
@@ -236,22 +256,22 @@ def blamed_candidates(
     """The candidates that a failed verification points at."""
     if result.verdict is Verdict.NEW_ASSUMPTIONS:
         names = set(result.offending)
-        return [item for item in chosen if item[0].goal.qualified_name in names]
+        return [item for item in chosen if item.hole.goal.qualified_name in names]
     if result.error_line is None:
         return []
-    patches = [Patch(h, r.sentences, r.helpers, r.imports) for h, r, _ in chosen]
+    patches = [item.patch for item in chosen]
     at, imports = backend_for(path).import_insertion(text, patches)
     added = imports.count("\n")
     if added:
         # the imports' own lines: blame the proofs that need them
         first_import = text.count("\n", 0, at) + (2 if at else 1)
         if first_import <= result.error_line < first_import + added:
-            return [item for item, patch in zip(chosen, patches, strict=True) if patch.imports]
+            return [item for item in chosen if item.patch.imports]
     # find the patched proof (or its helpers) that contains the error line
-    ordered = sorted(zip(chosen, patches, strict=True), key=lambda pair: pair[0][0].proof_start)
+    ordered = sorted(chosen, key=lambda item: item.hole.proof_start)
     shift = 0
-    for item, patch in ordered:
-        hole = item[0]
+    for item in ordered:
+        hole, patch = item.hole, item.patch
         replacement = patch.replacement()
         inserted = patch.insertion(text).count("\n")
         above = added if hole.statement_start >= at else 0

@@ -1,11 +1,13 @@
-"""Verify repairs of broken proofs and write them: ``orch repair``'s and the MCP tools' one step.
+"""Repairs of broken proofs through the one verify-and-commit step (``orch repair``, MCP).
 
 The candidates were found on the *stand-in* (the file with its broken proofs
 admitted, see the backend's ``repair`` feature), and are verified together
 there (:func:`.checking.verify_candidates`: whole-file recompilation and the
-axiom audit). The accepted ones are recorded in the ledger, then written into
-the file as it was (every other proof byte for byte as it was), atomically,
-only if the file still holds that text; with ``admit_broken``, the stand-in
+axiom audit) by :func:`~.writing.verify_and_write`, the same step as every
+other writer's, with a :class:`RepairRewrite`. The accepted ones are recorded
+in the ledger, then committed into the file as it was (every other proof byte
+for byte as it was), under its lock, only if the file still holds that text
+(:func:`~.writing.commit`); with ``admit_broken``, the stand-in
 is written instead, its unrepaired proofs admitted under a comment naming
 their error. A repair changes a proof and nothing around it: a candidate that
 needs an import or a helper lemma is not written.
@@ -13,19 +15,18 @@ needs an import or a helper lemma is not written.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..backends import backend_for
-from ..errors import FileChangedError, FileWriteError
 from ..ledger import Ledger
-from ..project.patch import write_atomic
 from ..provers.backend import ProjectTools
-from .checking import verify_candidates
-from .reports import Candidate, FileReport, FileStatus
+from .reports import Candidate, FileReport
+from .writing import verify_and_write
 
-__all__ = ["Repaired", "verify_and_write_repairs"]
+__all__ = ["RepairRewrite", "Repaired", "verify_and_write_repairs"]
 
 
 @dataclass(slots=True)
@@ -37,6 +38,36 @@ class Repaired:
     #: the file's text as the files that import it should see it (unrepaired proofs admitted)
     standin: str = ""
     written: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RepairRewrite:
+    """Repairs as :func:`~.writing.verify_and_write` writes them (a :class:`~.writing.Rewrite`):
+    checked in the stand-in, written into the file as it was."""
+
+    #: the backend's ``repair`` feature
+    feature: Any
+    #: what it found in the file: the broken proofs and the stand-in
+    detection: Any
+    #: write the stand-in: the proofs left broken admitted under a comment
+    admit_broken: bool = False
+
+    @property
+    def checked(self) -> str:
+        return str(self.detection.standin)
+
+    def admits(self, candidate: Candidate) -> bool:
+        # a repair changes a proof and nothing around it
+        return not (candidate.patch.imports or candidate.patch.helpers)
+
+    def render(self, text: str, accepted: Sequence[Candidate]) -> str:
+        return self.text(text, accepted, self.admit_broken)
+
+    def text(self, text: str, accepted: Sequence[Candidate], admit_broken: bool) -> str:
+        """``text`` with ``accepted`` in it, the rest as it was or (``admit_broken``) admitted."""
+        by_hole = {(b.hole.proof_start, b.hole.proof_end): b for b in self.detection.broken}
+        repaired = [(by_hole[item.span], item.report.sentences) for item in accepted]
+        return str(self.feature.written_text(text, self.detection, repaired, admit_broken))
 
 
 async def verify_and_write_repairs(
@@ -53,46 +84,20 @@ async def verify_and_write_repairs(
     admit_broken: bool = False,
 ) -> Repaired:
     """Verify ``candidates`` (holes of ``detection.standin``) and write the accepted ones
-    into ``path`` (which held ``text``); see the module's docstring."""
-    feature = backend_for(path).feature("repair")
-    standin = detection.standin
-    accepted = await verify_candidates(
-        path, standin, candidates, tools.verifier, tools.declared_axioms(standin),
-        ledger, run_id, "", file_report,
-    )  # fmt: skip
-    accepted = [c for c in accepted if not (c[1].imports or c[1].helpers)]
-    kept = {goal_id for _, _, goal_id in accepted}
-    for _, _, goal_id in candidates:
-        if goal_id not in kept:
-            ledger.set_goal_status(goal_id, "broken")  # refused: the proof is still broken
-    by_hole = {(b.hole.proof_start, b.hole.proof_end): b for b in detection.broken}
-    repaired = [(by_hole[(h.proof_start, h.proof_end)], r.sentences) for h, r, _ in accepted]
-    for hole, goal_report, goal_id in accepted:
-        ledger.record_proof(
-            run_id=run_id,
-            goal_id=goal_id,
-            fingerprint=hole.goal.fingerprint,
-            sentences=goal_report.sentences,
-            strategy=goal_report.strategy,
-            prover_version="",
-            diff="",
-            written=False,
-        )
-    done = Repaired(accepted, feature.written_text(text, detection, repaired, True))
-    final = feature.written_text(text, detection, repaired, admit_broken)
-    if not write or final == text:
-        return done
-    try:
-        write_atomic(path, final, text)
-    except (FileChangedError, FileWriteError) as exc:
-        changed = isinstance(exc, FileChangedError)
-        file_report.status = FileStatus.CHANGED if changed else FileStatus.WRITE_FAILED
-        file_report.message = str(exc)
-        done.accepted = []
-        return done
-    done.written = file_report.written = True
-    ids = [goal_id for _, _, goal_id in accepted]
-    ledger.mark_written(run_id, ids)
-    for goal_id in ids:
-        ledger.set_goal_status(goal_id, "repaired")
-    return done
+    into ``path`` (which held ``text``) through the one commit step; see the module's
+    docstring. A file that changed, or a write that failed, accepts nothing here (the
+    proofs are in the ledger, not written; the file's report says why)."""
+    rewrite = RepairRewrite(backend_for(path).feature("repair"), detection, admit_broken)
+    done = await verify_and_write(
+        path, text, candidates, tools, ledger, run_id, "", file_report, write=write, rewrite=rewrite
+    )
+    kept = {item.goal_id for item in done.accepted}
+    for item in candidates:
+        if item.goal_id not in kept:
+            ledger.set_goal_status(item.goal_id, "broken")  # refused: the proof is still broken
+    if done.error is not None:
+        return Repaired([], rewrite.text(text, done.accepted, True))
+    if done.written:
+        for item in done.accepted:
+            ledger.set_goal_status(item.goal_id, "repaired")
+    return Repaired(done.accepted, rewrite.text(text, done.accepted, True), done.written)

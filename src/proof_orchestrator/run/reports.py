@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from ..goals import Budget, Goal, HoleUse, Outcome
+from ..project.patch import Patch
 from ..provers.settings import CoqSettings, LeanSettings
 
 __all__ = [
@@ -166,8 +167,35 @@ class FillOptions:
 
 
 GoalCallback = Callable[[GoalReport], None]
-#: a hole, its report and its ledger goal id
-Candidate = tuple[Any, GoalReport, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A proof found for a hole, before the whole-file check: what a file's writer writes.
+
+    ``patch`` is built once, from the report, when the candidate is made
+    (:meth:`of`); the check and the writer splice that same patch.
+    """
+
+    #: the hole (of any backend), in the text the proof was found for
+    hole: Any
+    #: the goal's report: its script, helpers and imports, and the check's verdict
+    report: GoalReport
+    #: the goal's id in the ledger
+    goal_id: int
+    patch: Patch
+
+    @classmethod
+    def of(cls, hole: Any, report: GoalReport, goal_id: int) -> Candidate:
+        return cls(
+            hole, report, goal_id, Patch(hole, report.sentences, report.helpers, report.imports)
+        )
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """Where the hole's proof is in its text: the candidate's key within a file
+        (two candidates of one file never share it, their patches would overlap)."""
+        return (self.hole.proof_start, self.hole.proof_end)
 
 
 def summarize(report: FillReport) -> dict[str, object]:

@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..errors import (
-    FileChangedError,
     FileWriteError,
     ProverError,
     ScriptRejected,
@@ -36,6 +35,7 @@ from .live import LiveBoard
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
+    Candidate,
     FileStatus,
     FillOptions,
     FillReport,
@@ -307,7 +307,7 @@ class GoalRun:
         state = item.file
         if candidate is not None:
             candidate.outcome = Outcome.CANDIDATE
-            state.candidates.append((item.hole, candidate, item.goal_id))
+            state.candidates.append(Candidate.of(item.hole, candidate, item.goal_id))
             self.learn_from(item, candidate)
         else:
             if item.report.outcome in (Outcome.FAILED, Outcome.TIMEOUT):
@@ -360,10 +360,6 @@ class GoalRun:
                 holes=state.holes,
                 strict_holes=self.options.orch.strict_holes,
             )
-        except FileChangedError as exc:
-            state.report.status = FileStatus.CHANGED
-            state.report.message = str(exc)
-            done = None
         except ProverError as exc:
             if isinstance(exc, SessionClosed):  # the run is closing
                 raise
@@ -372,17 +368,18 @@ class GoalRun:
             state.report.status = FileStatus.CHECK_FAILED
             state.report.message = f"{state.path}: the whole-file check failed: {exc}"[:2000]
             done = None
-        except FileWriteError as exc:
+        if done is not None and isinstance(done.error, FileWriteError):
             # the file holds its old bytes; its proofs stay in the ledger (written:
-            # false) and are replayed by the next run; the run stops
-            state.report.status = FileStatus.WRITE_FAILED
-            state.report.message = str(exc)
-            raise
+            # false) and are replayed by the next run; the run stops (the report says so)
+            raise done.error
+        if done is not None and done.error is not None:
+            # the file changed on disk (CHANGED, reported): its proofs wait in the ledger
+            done = None
         if done is not None and done.written and self.on_write is not None:
             self.on_write(state.path, done.text)
-        for _, goal_report, _ in state.candidates:
+        for item in state.candidates:
             if self.on_goal:
-                self.on_goal(goal_report)
+                self.on_goal(item.report)
         state.report.written = done is not None and done.written
         accepted = done.accepted if done is not None else []
         self.live.proved += len(accepted)

@@ -161,7 +161,7 @@ async def golf_files(
                     goal_id = ledger.upsert_goal(hole.goal)
                     goal_report = GoalReport(hole.goal, Outcome.CANDIDATE, "golf", best, hole=hole)
                     goal_report.cpu_seconds = cpu
-                    candidates.append((hole, goal_report, goal_id))
+                    candidates.append(Candidate.of(hole, goal_report, goal_id))
                     golfed[hole.goal.name] = GolfedProof(
                         path, hole.goal.name, script, best, cpu_seconds=cpu
                     )
@@ -185,8 +185,11 @@ async def golf_files(
             )
             accepted = done.accepted
             file_report.written = done.written
-            kept = {h.goal.name for h, _, _ in accepted}
-            for reopened, _, goal_id in candidates:
+            # a file that changed (or could not be written) keeps its old proofs: none is
+            # shortened (its report says why)
+            kept = {item.hole.goal.name for item in accepted} if done.error is None else set()
+            for item in candidates:
+                reopened, goal_id = item.hole, item.goal_id
                 proof = golfed[reopened.goal.name]
                 proof.accepted = reopened.goal.name in kept
                 final = proof.after if proof.accepted else proof.before

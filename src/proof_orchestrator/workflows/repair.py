@@ -340,7 +340,7 @@ async def _repair_file(
             goal_report.sentences = tools.gate(found.sentences)
             goal_report.imports = found.imports
             goal_report.helpers = found.helpers
-            candidates.append((broken.hole, goal_report, goal_id))
+            candidates.append(Candidate.of(broken.hole, goal_report, goal_id))
             rows[goal_id] = (broken, row)
         else:
             messages = [r.message for r in outcome.results.values() if r.message]
@@ -353,7 +353,8 @@ async def _repair_file(
         write=not options.dry_run, admit_broken=admit_broken,
     )  # fmt: skip
     verified: list[tuple[Any, tuple[str, ...]]] = []
-    for _, goal_report, goal_id in done.accepted:
+    for accepted in done.accepted:
+        goal_report, goal_id = accepted.report, accepted.goal_id
         broken, row = rows[goal_id]
         row.new, row.strategy, row.repaired = goal_report.sentences, goal_report.strategy, True
         verified.append((broken, goal_report.sentences))
@@ -364,8 +365,8 @@ async def _repair_file(
     report.repaired_files.append(repaired)
     if done.written and on_write is not None:
         on_write(path, repaired.text())
-    for _, goal_report, goal_id in candidates:
-        row = rows[goal_id][1]
+    for candidate in candidates:
+        goal_report, row = candidate.report, rows[candidate.goal_id][1]
         if not row.repaired:
             row.message = goal_report.message[:500] or "rejected by the whole-file check"
         if on_goal is not None:

@@ -11,8 +11,10 @@ that keeps every hypothesis as a premise. Tickets are deduplicated by the
 fingerprint of the statement.
 
 Any worker may claim a ticket (an atomic conditional update in the ledger,
-with a lease that expires) and prove the helper with quick tactics in a
-session placed just before the declaration that needs it. With every stuck
+with a lease that a heartbeat renews while the worker proves it, and that
+runs out one lease after the worker dies: :class:`~...ledger.leases.Leases`)
+and prove the helper with quick tactics in a session placed just before the
+declaration that needs it. With every stuck
 subgoal's helper proved, the original goal is retried in a session where the
 helpers are declared just before it; each stuck subgoal is then closed by
 reverting the same way and ``exact helper``. The helpers are inserted into
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 
 from ...goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from ...ledger import Ledger
+from ...ledger.leases import Leases
 from ...provers.base import ProofState, TacticStatus
 from ...strategies.base import StrategyResult
 from ..script import format_script
@@ -54,7 +57,7 @@ OPENERS = (
     "induction {v}; simpl; intros.",
     "destruct {v}; simpl; intros.",
 )
-#: seconds a ticket is leased to the worker that claimed it
+#: seconds a ticket is leased to the worker that claimed it; renewed while it works on it
 LEASE_SECONDS = 300.0
 
 
@@ -88,8 +91,12 @@ class MarketStrategy:
     #: reads and writes tickets: runs where the ledger is (never on a Ray worker)
     needs_ledger = True
 
-    def __init__(self, ledger: Ledger, *, max_variables: int = 3) -> None:
+    def __init__(
+        self, ledger: Ledger, *, max_variables: int = 3, lease_seconds: float = LEASE_SECONDS
+    ) -> None:
         self.ledger = ledger
+        #: a claimed ticket's lease, renewed while its helper is being proved
+        self.lease_seconds = lease_seconds
         #: CPU of the helper and retry sessions of the current attempt
         self.extra_cpu = 0.0
         self.max_variables = max_variables
@@ -263,32 +270,33 @@ class MarketStrategy:
         if existing is not None and existing.state == "completed" and existing.proof:
             return tuple(existing.proof)
         worker = worker_name()
-        ticket = self.ledger.claim_ticket(worker, LEASE_SECONDS, ticket_id)
-        if ticket is None:
-            return None  # someone else holds it
-        helper_goal = Goal(
-            file=session.goal.file,
-            line=session.goal.line,
-            name=name,
-            statement=f"Lemma {name} : {ticket.statement}.",
-            kind=HoleKind.ADMITTED,
-            fingerprint=ticket.fingerprint,
-        )
-        codes = [*before, f"Lemma {name} : {ticket.statement}."]
-        completed = False
-        try:
-            async with session.prover.session_at(helper_goal, codes) as helper:
-                for strategy in (self.micro, self.induction):
-                    found = await strategy.prove(helper, helper_goal, budget)
-                    self.extra_cpu += found.cpu_seconds
-                    if found.outcome is Outcome.CANDIDATE:
-                        completed = self.ledger.complete_ticket(ticket_id, worker, found.sentences)
-                        return found.sentences if completed else None
-            return None
-        finally:
-            # unproved, failed or cancelled: the ticket goes back to the market at once
-            if not completed:
-                self.ledger.release_ticket(ticket_id, worker)
+        async with Leases(self.ledger, self.lease_seconds) as leases:
+            ticket = leases.claim(worker, ticket_id)
+            if ticket is None:
+                return None  # someone else holds it
+            helper_goal = Goal(
+                file=session.goal.file,
+                line=session.goal.line,
+                name=name,
+                statement=f"Lemma {name} : {ticket.statement}.",
+                kind=HoleKind.ADMITTED,
+                fingerprint=ticket.fingerprint,
+            )
+            codes = [*before, f"Lemma {name} : {ticket.statement}."]
+            completed = False
+            try:
+                async with session.prover.session_at(helper_goal, codes) as helper:
+                    for strategy in (self.micro, self.induction):
+                        found = await strategy.prove(helper, helper_goal, budget)
+                        self.extra_cpu += found.cpu_seconds
+                        if found.outcome is Outcome.CANDIDATE:
+                            completed = leases.complete(ticket_id, worker, found.sentences)
+                            return found.sentences if completed else None
+                return None
+            finally:
+                # unproved, failed or cancelled: the ticket goes back to the market at once
+                if not completed:
+                    leases.release(ticket_id, worker)
 
 
 def canonical_statement(statement: str) -> str:
