@@ -34,17 +34,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import datetime as dt
-import errno
 import json
-import os
 import random
 import re
 import shutil
-import signal
-import socket
-import sqlite3
 import subprocess
 import sys
 import threading
@@ -54,13 +47,19 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-
-from proof_orchestrator.coq.holes import iter_proofs
-from proof_orchestrator.coq.syntax import split_sentences
+from soak_actors import Child, Editor, Sampler, fill_disk, free_port, mcp_round, wait_listening
+from soak_checks import (
+    LIB,
+    check_attempts,
+    check_compiles,
+    check_edits,
+    check_proofs,
+    leftover_processes,
+    utc,
+)
 
 HERE = Path(__file__).resolve().parent
 ORCH = str(Path(sys.executable).parent / "orch")
-LIB = "SoakSets"
 #: the files of theories/Sets copied (they Require only each other)
 SETS = (
     "Ensembles",
@@ -73,36 +72,6 @@ SETS = (
     "Powerset_facts",
 )
 #: the holes a *hole* edit adds (statement, a true proof), in files that load Ensembles
-NEW_HOLES = (
-    ("forall (U : Type) (A : Ensemble U), Included U A A", "intros U A x H. exact H."),
-    (
-        "forall (U : Type) (A B : Ensemble U), Included U A (Union U A B)",
-        "intros U A B x H. apply Union_introl. exact H.",
-    ),
-    (
-        "forall (U : Type) (A B : Ensemble U), Included U (Intersection U A B) A",
-        "intros U A B x H. destruct H as [y HA HB]. exact HA.",
-    ),
-    ("forall (U : Type) (x : U), In U (Singleton U x) x", "intros U x. apply In_singleton."),
-    (
-        "forall (U : Type) (A : Ensemble U), Included U (Empty_set U) A",
-        "intros U A x H. destruct H.",
-    ),
-)
-#: false scripts an agent submits (each must be refused)
-FALSE_SCRIPTS = ("exact I.", "admit.", "reflexivity.", "intros. assumption.")
-_DECLARATION = re.compile(
-    r"^(Lemma|Theorem|Fact|Remark|Corollary|Proposition)\s+([\w']+)\s*:\s*(.*)\.$", re.S
-)
-
-
-def norm(text: str) -> str:
-    return " ".join(text.split())
-
-
-def utc(seconds: float) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds")
-
 
 # -- the copy ---------------------------------------------------------------------------
 
@@ -126,563 +95,6 @@ def make_copy(work: Path, dest: Path, seed: int) -> dict[str, Any]:
         sys.exit(f"make_copies.py failed:\n{run.stdout}\n{run.stderr}")
     record = json.loads((dest / "holes-record.json").read_text(encoding="utf-8"))
     return {"command": command[1:], "stdout": run.stdout.strip().splitlines(), "record": record}
-
-
-def project_files(dest: Path) -> list[Path]:
-    lines = (dest / "_CoqProject").read_text(encoding="utf-8").splitlines()
-    return [dest / line.strip() for line in lines if line.strip().endswith(".v")]
-
-
-def declarations(text: str) -> dict[str, Any]:
-    return {p.name: p for p in iter_proofs(split_sentences(text))}
-
-
-# -- processes --------------------------------------------------------------------------
-
-
-class Child:
-    """One ``nice -n 10`` child in its own process group, its output in ``logs``."""
-
-    def __init__(self, name: str, argv: list[str], logs: Path) -> None:
-        self.name, self.argv, self.logs = name, argv, logs
-        self.process: subprocess.Popen[bytes] | None = None
-        self.starts = 0
-
-    def start(self, extra: list[str] | None = None) -> None:
-        self.starts += 1
-        stem = self.logs / f"{self.name}-{self.starts}"
-        env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1"}
-        with open(f"{stem}.out", "wb") as out, open(f"{stem}.err", "wb") as err:
-            self.process = subprocess.Popen(
-                ["nice", "-n", "10", *self.argv, *(extra or [])],
-                stdout=out,
-                stderr=err,
-                env=env,
-                start_new_session=True,
-            )
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
-
-    def tree(self) -> list[psutil.Process]:
-        if self.process is None or self.process.poll() is not None:
-            return []
-        try:
-            root = psutil.Process(self.process.pid)
-            return [root, *root.children(recursive=True)]
-        except psutil.NoSuchProcess:
-            return []
-
-    def kill_group(self) -> list[dict[str, Any]]:
-        """SIGKILL the group; the descendants still alive 3 s later (orphans) are named
-        and then killed by pid."""
-        if self.process is None:
-            return []
-        before = [p for p in self.tree() if p.pid != self.process.pid]
-        with contextlib.suppress(ProcessLookupError):  # gone already: nothing to kill
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-        time.sleep(3)
-        orphans = []
-        for p in before:
-            try:
-                if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
-                    orphans.append({"pid": p.pid, "name": p.name(), "cmd": p.cmdline()[:3]})
-                    p.kill()
-            except psutil.NoSuchProcess:
-                continue
-        return orphans
-
-    def stop(self, grace: float = 20.0) -> int | None:
-        if self.process is None:
-            return None
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        return self.process.returncode
-
-
-class Sampler(threading.Thread):
-    """RSS of the process trees (and CPU seconds per process) every ``every`` seconds."""
-
-    def __init__(self, children: list[Child], every: float) -> None:
-        super().__init__(daemon=True, name="rss-sampler")
-        self.children, self.every = children, every
-        self.halt = threading.Event()
-        self.peak_mb = {c.name: 0.0 for c in children} | {"all": 0.0}
-        #: proportional set size: a page shared by forks (coqtop forks for hammer) once
-        self.peak_pss_mb = {c.name: 0.0 for c in children} | {"all": 0.0}
-        self.peak_process_mb: dict[str, float] = {}
-        self.cpu: dict[tuple[int, float], float] = {}
-        self.samples = 0
-
-    def run(self) -> None:
-        while not self.halt.wait(self.every):
-            self.sample()
-
-    def sample(self) -> None:
-        total = total_pss = 0.0
-        for child in self.children:
-            rss = pss = 0.0
-            for p in child.tree():
-                try:
-                    with p.oneshot():
-                        memory = p.memory_full_info()
-                        mb = memory.rss / 2**20
-                        pss += memory.pss / 2**20
-                        times = p.cpu_times()
-                        key = (p.pid, p.create_time())
-                        name = p.name()
-                except psutil.Error:
-                    continue
-                rss += mb
-                self.cpu[key] = max(self.cpu.get(key, 0.0), times.user + times.system)
-                self.peak_process_mb[name] = max(self.peak_process_mb.get(name, 0.0), mb)
-            self.peak_mb[child.name] = max(self.peak_mb[child.name], rss)
-            self.peak_pss_mb[child.name] = max(self.peak_pss_mb[child.name], pss)
-            total += rss
-            total_pss += pss
-        self.peak_mb["all"] = max(self.peak_mb["all"], total)
-        self.peak_pss_mb["all"] = max(self.peak_pss_mb["all"], total_pss)
-        self.samples += 1
-
-
-# -- the user ---------------------------------------------------------------------------
-
-
-@dataclass
-class Edit:
-    n: int
-    kind: str  #: break / hole / fix
-    t: float
-    file: str
-    lemma: str
-    #: the text the edit introduced (must still be in the file unless a later edit on
-    #: the same lemma replaced it)
-    text: str
-    mode: str  #: rename / truncate
-    applied: bool = True
-    note: str = ""
-
-
-class Editor:
-    def __init__(self, dest: Path, rng: random.Random, refused: set[str]) -> None:
-        self.dest, self.rng, self.refused = dest, rng, refused
-        self.edits: list[Edit] = []
-        self.broken: tuple[str, str, str] | None = None  # file, lemma, original lemma text
-
-    def write(self, path: Path, text: str, mode: str) -> None:
-        if mode == "rename":
-            temp = path.with_name(f".{path.name}.soak~")
-            with open(temp, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp, path)
-        else:
-            with open(path, "r+", encoding="utf-8") as handle:
-                handle.truncate(0)
-                handle.write(text)
-
-    def edit(self, kind: str, t: float) -> Edit | None:
-        mode = ("rename", "truncate")[len(self.edits) % 2]
-        made = getattr(self, f"_{kind}")(t, mode)
-        if made is not None:
-            self.edits.append(made)
-        return made
-
-    def _apply(self, edit: Edit, path: Path, new: str) -> Edit:
-        try:
-            self.write(path, new, edit.mode)
-        except OSError as exc:
-            edit.applied, edit.note = False, f"the editor could not save: {exc}"
-        return edit
-
-    def _break(self, t: float, mode: str) -> Edit | None:
-        files = project_files(self.dest)
-        texts = {f: f.read_text(encoding="utf-8") for f in files}
-        everything = "\n".join(texts.values())
-        candidates = []
-        for path, text in texts.items():
-            for name, proof in declarations(text).items():
-                match = _DECLARATION.match(proof.statement.code)
-                if (
-                    match
-                    and proof.ending == "Qed"
-                    and name not in self.refused
-                    and len(re.findall(rf"\b{re.escape(name)}\b", everything)) == 1
-                ):
-                    candidates.append((path, name))
-        if not candidates:
-            return None
-        path, name = self.rng.choice(sorted(candidates))
-        text = path.read_text(encoding="utf-8")  # again, just before writing
-        proof = declarations(text)[name]
-        match = _DECLARATION.match(proof.statement.code)
-        assert match is not None
-        statement = f"{match.group(1)} {name} : ({match.group(3)}) /\\ True."
-        original = text[proof.statement.start : proof.proof[-1].end]
-        new = text[: proof.statement.start] + statement + text[proof.statement.end :]
-        self.broken = (str(path), name, original)
-        self.refused.add(name)
-        edit = Edit(len(self.edits) + 1, "break", t, str(path), name, statement, mode)
-        return self._apply(edit, path, new)
-
-    def _hole(self, t: float, mode: str) -> Edit | None:
-        files = [f for f in project_files(self.dest) if "Ensemble" in f.read_text(encoding="utf-8")]
-        path = self.rng.choice(files)
-        number = sum(e.kind == "hole" for e in self.edits) + 1
-        statement, _ = NEW_HOLES[(number - 1) % len(NEW_HOLES)]
-        name = f"soak_hole_{number}"
-        lemma = f"Lemma {name} : {statement}."
-        text = path.read_text(encoding="utf-8")
-        new = text.rstrip("\n") + f"\n\n{lemma}\nAdmitted.\n"
-        self.refused.add(name)
-        return self._apply(
-            Edit(len(self.edits) + 1, "hole", t, str(path), name, lemma, mode), path, new
-        )
-
-    def _fix(self, t: float, mode: str) -> Edit | None:
-        if self.broken is None:
-            return None
-        file, name, original = self.broken
-        path = Path(file)
-        text = path.read_text(encoding="utf-8")
-        proof = declarations(text).get(name)
-        edit = Edit(len(self.edits) + 1, "fix", t, file, name, original, mode)
-        if proof is None:
-            edit.applied, edit.note = False, f"{name} is no longer in {path.name}"
-            return edit
-        self.broken = None
-        new = text[: proof.statement.start] + original + text[proof.proof[-1].end :]
-        return self._apply(edit, path, new)
-
-
-# -- the agent --------------------------------------------------------------------------
-
-
-async def mcp_round(
-    url: str, number: int, record: dict[str, Any], rng: random.Random
-) -> list[dict]:
-    """One agent session: list the holes, submit a false proof and a true one."""
-    import httpx2
-    from mcp import ClientSession
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.types import Implementation
-
-    originals = {r["name"]: r["proof"] for records in record["by_file"].values() for r in records}
-    known = {f"soak_hole_{i + 1}": NEW_HOLES[i % len(NEW_HOLES)][1] for i in range(100)}
-    done: list[dict] = []
-    async with (
-        httpx2.AsyncClient(timeout=600) as http,
-        streamable_http_client(url, http_client=http) as (read, write),
-        ClientSession(
-            read, write, client_info=Implementation(name=f"soak-{number}", version="1")
-        ) as session,
-    ):
-        await session.initialize()
-        listed = await session.call_tool("list_holes", {})
-        holes = listed.structured_content or {}
-        holes = holes.get("result", holes) if isinstance(holes, dict) else holes
-        open_ = [h for h in holes if h["status"] != "proved"]
-        true_ones = [h for h in open_ if h["name"] in originals or h["name"] in known]
-        if not true_ones:
-            return [
-                {"round": number, "note": f"no open hole with a known proof ({len(holes)} listed)"}
-            ]
-        hole = rng.choice(sorted(true_ones, key=lambda h: h["id"]))
-        if hole["name"] in originals:
-            body = [s.code for s in split_sentences(originals[hole["name"]])]
-            body = body[1:] if body and body[0] == "Proof." else body
-            script, source = " ".join(body[:-1]), "the published proof"
-        else:
-            script, source = known[hole["name"]], "the harness's proof"
-        for truth, text in ((False, FALSE_SCRIPTS[number % len(FALSE_SCRIPTS)]), (True, script)):
-            started = time.time()
-            result = await session.call_tool(
-                "submit_proof", {"hole_id": hole["id"], "script": text}
-            )
-            data = result.structured_content or {}
-            data = data.get("result", data) if isinstance(data, dict) else data
-            status = "error" if result.is_error else data.get("status", "?")
-            reason = data.get("reason", "") if not result.is_error else str(result.content)[:500]
-            done.append(
-                {
-                    "round": number,
-                    "t": round(started, 1),
-                    "hole": hole["name"],
-                    "file": hole["file"],
-                    "true": truth,
-                    "source": source if truth else "false",
-                    "script": text,
-                    "status": status,
-                    "reason": reason[:500],
-                    "seconds": round(time.time() - started, 1),
-                }
-            )
-    return done
-
-
-def wait_listening(port: int, timeout: float) -> bool:
-    end = time.time() + timeout
-    while time.time() < end:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return True
-        time.sleep(0.5)
-    return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-# -- the disk ---------------------------------------------------------------------------
-
-
-def fill_disk(folder: Path, seconds: float) -> dict[str, Any]:
-    """Fill ``folder``'s filesystem with one file for ``seconds``, then remove it."""
-    filler = folder / "soak-filler.bin"
-    chunk = b"\0" * 2**20
-    written = 0
-    started = time.time()
-    with open(filler, "wb", buffering=0) as handle:
-        try:
-            while True:
-                written += handle.write(chunk) or 0
-        except OSError as exc:
-            if exc.errno != errno.ENOSPC:
-                raise
-    free = shutil.disk_usage(folder).free
-    time.sleep(max(0.0, seconds - (time.time() - started)))
-    filler.unlink()
-    return {
-        "start": round(started, 1),
-        "end": round(time.time(), 1),
-        "bytes": written,
-        "free_while_full": free,
-    }
-
-
-# -- the checks -------------------------------------------------------------------------
-
-
-def ledger_time(value: str | None) -> float:
-    if not value:
-        return 0.0
-    moment = dt.datetime.fromisoformat(value)
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    return moment.timestamp()
-
-
-def in_order(sentences: list[str], proof_text: str) -> bool:
-    """Each sentence, whitespace-normalised, in ``proof_text`` after the one before."""
-    at = 0
-    for sentence in sentences:
-        found = proof_text.find(norm(sentence), at)
-        if found < 0:
-            return False
-        at = found + len(norm(sentence))
-    return True
-
-
-def check_proofs(db: Path, edits: list[Edit], logs: str) -> dict[str, Any]:
-    """Every verified proof of the ledger is in its file, or why not."""
-    con = sqlite3.connect(db)
-    con.row_factory = sqlite3.Row
-    rows = con.execute(
-        "SELECT p.id, p.goal_id, p.fingerprint, p.sentences, p.strategy, p.written, "
-        "p.verified_at, p.run_id, g.file, g.name, g.status, g.statement FROM proofs p "
-        "JOIN goals g ON g.id = p.goal_id ORDER BY p.id"
-    ).fetchall()
-    texts: dict[str, str] = {}
-    verdicts: list[dict[str, Any]] = []
-    for row in rows:
-        path = Path(row["file"])
-        if row["file"] not in texts:
-            texts[row["file"]] = path.read_text(encoding="utf-8") if path.exists() else ""
-        decl = declarations(texts[row["file"]]).get(row["name"])
-        sentences = json.loads(row["sentences"])
-        verified = ledger_time(row["verified_at"])
-        entry = {
-            "proof_id": row["id"],
-            "file": path.name,
-            "lemma": row["name"],
-            "strategy": row["strategy"],
-            "written": bool(row["written"]),
-            "verified_at": utc(verified),
-        }
-        body = norm(" ".join(s.code for s in decl.proof)) if decl is not None else ""
-        if decl is not None and decl.ending in ("Qed", "Defined") and in_order(sentences, body):
-            entry["verdict"] = "in file"
-        else:
-            later = [
-                e
-                for e in edits
-                if e.applied
-                and e.lemma == row["name"]
-                and e.t >= verified - 5
-                and Path(e.file) == path
-            ]
-            others = [
-                o
-                for o in rows
-                if o["id"] != row["id"] and o["name"] == row["name"] and o["file"] == row["file"]
-            ]
-            other_in_file = (
-                decl is not None
-                and decl.ending in ("Qed", "Defined")
-                and any(in_order(json.loads(o["sentences"]), body) for o in others)
-            )
-            reasons = con.execute(
-                "SELECT message FROM attempts WHERE goal_id = ? AND outcome = 'rejected' "
-                "AND message LIKE '%changed%'",
-                (row["goal_id"],),
-            ).fetchall()
-            if later:
-                entry["verdict"] = f"replaced by user edit #{later[0].n} ({later[0].kind})"
-            elif decl is None:
-                entry["verdict"] = "LOST: its lemma is no longer in the file"
-            elif other_in_file:
-                entry["verdict"] = "another verified proof of the lemma is in the file"
-            elif not row["written"] and reasons:
-                entry["verdict"] = f"not written, reported: {reasons[-1]['message'][:200]}"
-            elif not row["written"] and f"{path.name}" in logs and "changed on disk" in logs:
-                entry["verdict"] = "not written, reported in orch bg's log"
-            else:
-                entry["verdict"] = "LOST" if row["written"] else "not written, no reason reported"
-        verdicts.append(entry)
-    bad = [v for v in verdicts if v["verdict"].startswith(("LOST", "not written, no reason"))]
-    return {
-        "ok": not bad,
-        "verified": len(rows),
-        "written": sum(v["written"] for v in verdicts),
-        "in_file": sum(v["verdict"] == "in file" for v in verdicts),
-        "explained": sum(v not in bad and v["verdict"] != "in file" for v in verdicts),
-        "failures": bad,
-        "proofs": verdicts,
-    }
-
-
-def check_edits(edits: list[Edit]) -> dict[str, Any]:
-    """Each applied edit's text is still in its file, unless a later edit on its lemma
-    replaced it."""
-    results = []
-    for edit in edits:
-        if not edit.applied:
-            results.append({"n": edit.n, "verdict": f"not applied: {edit.note}"})
-            continue
-        later = [e for e in edits if e.n > edit.n and e.applied and e.lemma == edit.lemma]
-        if later:
-            results.append({"n": edit.n, "verdict": f"replaced by user edit #{later[0].n}"})
-            continue
-        text = norm(Path(edit.file).read_text(encoding="utf-8"))
-        results.append({"n": edit.n, "verdict": "kept" if norm(edit.text) in text else "LOST"})
-    lost = [r for r in results if r["verdict"] == "LOST"]
-    return {"ok": not lost, "edits": len(edits), "lost": lost, "results": results}
-
-
-def check_compiles(dest: Path, scratch: Path, logs: str) -> dict[str, Any]:
-    """Each file of ``_CoqProject`` compiled in order in a scratch copy (nothing lands in
-    the copy); a file that does not is acceptable only when orch bg's log names it."""
-    if scratch.exists():
-        shutil.rmtree(scratch)
-    shutil.copytree(dest / "theories", scratch / "theories")
-    results = []
-    for path in project_files(dest):
-        relative = path.relative_to(dest)
-        run = subprocess.run(
-            ["coqc", "-R", "theories", LIB, str(relative)],
-            cwd=scratch,
-            capture_output=True,
-            text=True,
-        )
-        entry: dict[str, Any] = {"file": str(relative), "compiles": run.returncode == 0}
-        if run.returncode != 0:
-            entry["error"] = (run.stdout + run.stderr).strip()[-600:]
-            entry["reported"] = path.name in logs and (
-                "not repaired" in logs or "does not compile" in logs
-            )
-        results.append(entry)
-    bad = [r for r in results if not r["compiles"] and not r.get("reported")]
-    return {
-        "ok": not bad,
-        "files": len(results),
-        "compile": sum(r["compiles"] for r in results),
-        "results": results,
-    }
-
-
-#: attempt errors the harness caused on purpose, by a pattern of their message
-EXPLAINED = (
-    ("disk full", re.compile(r"No space left|disk is full|ENOSPC|database or disk", re.I)),
-)
-
-
-def error_kind(message: str) -> str:
-    text = re.sub(
-        r"/[\w./~-]+", "<path>", message.strip().splitlines()[0] if message.strip() else ""
-    )
-    return re.sub(r"\d+", "N", text)[:120] or "(no message)"
-
-
-def check_attempts(db: Path, faults: list[tuple[float, float, str]]) -> dict[str, Any]:
-    con = sqlite3.connect(db)
-    outcomes = dict(con.execute("SELECT outcome, count(*) FROM attempts GROUP BY outcome"))
-    errors = con.execute(
-        "SELECT id, strategy, message, created_at FROM attempts WHERE outcome = 'error'"
-    ).fetchall()
-    kinds: dict[str, int] = {}
-    unexplained = []
-    for attempt_id, strategy, message, created in errors:
-        kind = error_kind(message or "")
-        when = ledger_time(created)
-        cause = next((name for name, pattern in EXPLAINED if pattern.search(message or "")), None)
-        near = [name for start, end, name in faults if start - 5 <= when <= end + 60]
-        if cause is None and not near:
-            unexplained.append(
-                {
-                    "id": attempt_id,
-                    "strategy": strategy,
-                    "message": (message or "")[:400],
-                    "at": utc(when),
-                }
-            )
-        else:
-            kind = f"{kind} [explained: {cause or near[0]}]"
-        kinds[kind] = kinds.get(kind, 0) + 1
-    runs = con.execute("SELECT id, command, status, summary FROM runs ORDER BY id").fetchall()
-    run_rows = []
-    for run_id, command, status, summary in runs:
-        data = json.loads(summary or "{}")
-        run_rows.append(
-            {
-                "id": run_id,
-                "command": command,
-                "status": status,
-                "cpu_seconds": data.get("cpu_seconds"),
-                "proved": data.get("proved"),
-                "error": data.get("error", "")[:300],
-            }
-        )
-    cpu = con.execute("SELECT coalesce(sum(cpu_seconds), 0) FROM attempts").fetchone()[0]
-    return {
-        "ok": not unexplained,
-        "attempts": sum(outcomes.values()),
-        "outcomes": outcomes,
-        "errors_by_kind": kinds,
-        "unexplained": unexplained,
-        "runs": run_rows,
-        "attempt_cpu_seconds": round(cpu, 1),
-    }
 
 
 # -- the run ----------------------------------------------------------------------------
@@ -713,20 +125,11 @@ def schedule(args: argparse.Namespace) -> Schedule:
     else:
         disk = (0.5 * total // args.edit_every) * args.edit_every + min(10.0, args.edit_every / 6)
     mcp = [round((i + 0.5) / args.mcp_rounds * total, 1) for i in range(args.mcp_rounds)]
+    if disk is not None and args.disk_fill_seconds > 15:
+        # holes listed just before the disk fills, proofs submitted 10 s into it
+        mcp.append(disk - 3)
+        mcp.sort()
     return Schedule(total, edits, kills, disk, args.disk_fill_seconds, mcp)
-
-
-def leftover_processes(folder: Path) -> list[dict[str, Any]]:
-    """Processes (other than this one) whose command line or working folder is in ``folder``,
-    once every child was stopped: orphans of the killed runs."""
-    found = []
-    for p in psutil.process_iter(["pid", "name", "cmdline", "cwd"]):
-        if p.pid == os.getpid():
-            continue
-        cmd = " ".join(p.info["cmdline"] or [])
-        if str(folder) in cmd or str(p.info["cwd"] or "").startswith(str(folder)):
-            found.append({"pid": p.pid, "name": p.info["name"], "cmd": cmd[:200]})
-    return found
 
 
 def mount_tmpfs(folder: Path, megabytes: int) -> str:
@@ -817,6 +220,7 @@ def main() -> int:
         + [(t, "mcp", i + 1) for i, t in enumerate(plan.mcp)],
         key=lambda e: e[0],
     )
+    events_at = {i + 1: t for i, t in enumerate(plan.mcp)}
     kills: list[dict[str, Any]] = []
     exits: list[dict[str, Any]] = []
     submissions: list[dict[str, Any]] = []
@@ -825,12 +229,11 @@ def main() -> int:
     filler: threading.Thread | None = None
     agent: threading.Thread | None = None
 
-    def agent_round(number: int) -> None:
+    def agent_round(number: int, submit_at: float | None) -> None:
+        url = f"http://127.0.0.1:{port}/mcp"
         try:
             submissions.extend(
-                asyncio.run(
-                    mcp_round(f"http://127.0.0.1:{port}/mcp", number, record, random.Random(number))
-                )
+                asyncio.run(mcp_round(url, number, record, random.Random(number), submit_at))
             )
         except Exception as exc:  # the harness reports it; the run goes on
             submissions.append(
@@ -863,7 +266,10 @@ def main() -> int:
                 if agent is not None and agent.is_alive():
                     print(f"soak {now:6.0f}s: MCP round {arg} skipped (one still running)")
                     continue
-                agent = threading.Thread(target=agent_round, args=(arg,), name="agent")
+                submit_at = None
+                if plan.disk is not None and abs(plan.disk - 3 - events_at[arg]) < 0.01:
+                    submit_at = started + plan.disk + 10
+                agent = threading.Thread(target=agent_round, args=(arg, submit_at), name="agent")
                 agent.start()
         if bg.process is not None and bg.process.poll() is not None and deadline - time.time() > 20:
             err = (logs / f"bg-{bg.starts}.err").read_text(errors="replace")
@@ -930,12 +336,13 @@ def main() -> int:
         "user_edits_applied": sum(e.applied for e in editor.edits),
         "restarts_sigkill": len(kills),
         "restarts_after_exit": len(exits),
-        "cycles_restarted_by_edits": len(re.findall(r"changed by the user", bg_logs)),
+        "cycles_restarted_by_changes": len(re.findall(r"changed by the user", bg_logs)),
         "orphans_after_sigkill": sum(len(k["orphans"]) for k in kills),
         "mcp_submissions": len([s for s in submissions if "true" in s]),
         "mcp_accepted": sum(s.get("status") == "verified" for s in submissions),
         "mcp_refused": sum(s.get("status") in ("rejected", "error") for s in submissions),
         "mcp_client_errors": sum(s.get("status") == "client error" for s in submissions),
+        "mcp_tool_errors": sum(s.get("status") == "tool error" for s in submissions),
         "errors_by_kind": checks["attempts"]["errors_by_kind"],
         "attempt_outcomes": checks["attempts"]["outcomes"],
         "peak_rss_mb": round(sampler.peak_mb["all"], 1),
