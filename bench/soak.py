@@ -340,9 +340,10 @@ def main() -> int:
         "orphans_after_sigkill": sum(len(k["orphans"]) for k in kills),
         "mcp_submissions": len([s for s in submissions if "true" in s]),
         "mcp_accepted": sum(s.get("status") == "verified" for s in submissions),
-        "mcp_refused": sum(s.get("status") in ("rejected", "error") for s in submissions),
+        "mcp_refused": sum(s.get("status") == "rejected" for s in submissions),
         "mcp_client_errors": sum(s.get("status") == "client error" for s in submissions),
-        "mcp_tool_errors": sum(s.get("status") == "tool error" for s in submissions),
+        # the tool call itself failed (a full disk: the ledger cannot be written)
+        "mcp_tool_errors": sum(s.get("status") in ("error", "tool error") for s in submissions),
         "errors_by_kind": checks["attempts"]["errors_by_kind"],
         "attempt_outcomes": checks["attempts"]["outcomes"],
         "peak_rss_mb": round(sampler.peak_mb["all"], 1),
