@@ -113,7 +113,7 @@ def check_proofs(db: Path, edits: list[Edit], logs: str) -> dict[str, Any]:
                 for e in edits
                 if e.applied
                 and e.lemma == row["name"]
-                and e.t >= verified - 5
+                and e.t >= verified  # an edit after the proof was verified (and written)
                 and Path(e.file) == path
             ]
             others = [
@@ -259,6 +259,11 @@ def check_attempts(db: Path, faults: list[tuple[float, float, str]]) -> dict[str
             }
         )
     cpu = con.execute("SELECT coalesce(sum(cpu_seconds), 0) FROM attempts").fetchone()[0]
+    # a script refused again for a goal that already refused it (the same statement)
+    repeated = con.execute(
+        "SELECT coalesce(sum(n - 1), 0) FROM (SELECT count(*) AS n FROM attempts "
+        "WHERE outcome = 'rejected' GROUP BY fingerprint, tactic)"
+    ).fetchone()[0]
     con.close()
     return {
         "ok": not unexplained,
@@ -268,6 +273,7 @@ def check_attempts(db: Path, faults: list[tuple[float, float, str]]) -> dict[str
         "unexplained": unexplained,
         "runs": run_rows,
         "attempt_cpu_seconds": round(cpu, 1),
+        "repeated_rejections": repeated,
     }
 
 
