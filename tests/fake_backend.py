@@ -20,7 +20,7 @@ from proof_orchestrator.backends import register, unregister
 from proof_orchestrator.goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from proof_orchestrator.provers.backend import LineupInputs, ToolSettings
 from proof_orchestrator.provers.base import Verdict, VerificationResult
-from proof_orchestrator.strategies.base import Strategy, StrategyResult
+from proof_orchestrator.strategies.base import Strategy, StrategyDefaults, StrategyResult
 
 LANGUAGE = "fake"
 _HOLE = re.compile(r"^hole (\w+) : (.*)$", re.M)
@@ -35,6 +35,10 @@ class FakeHole:
     statement_start: int
     proof_start: int
     proof_end: int
+
+    @property
+    def declaration(self) -> str:
+        return self.goal.qualified_name
 
     def replacement(self, sentences: tuple[str, ...]) -> str:
         return " ".join(sentences)
@@ -79,6 +83,9 @@ class FakeTools:
         self.verifier = RefusingVerifier()
         self.sessions: list[FakeSession] = []
 
+    def stand_in(self, path: Path, text: str) -> None:
+        return None
+
     @contextlib.asynccontextmanager
     async def _session(self) -> AsyncIterator[FakeSession]:
         session = FakeSession()
@@ -108,7 +115,7 @@ class FakeTools:
 
 
 @dataclass
-class FakeStrategy:
+class FakeStrategy(StrategyDefaults):
     """A strategy whose attempts the backend's handler plays."""
 
     name: str

@@ -97,6 +97,9 @@ class CoqTools:
             return self.prover
         return self._prover(self.builder.flags_for(path))
 
+    def stand_in(self, path: Path, text: str) -> None:
+        self.builder.override(path, text)
+
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.CoqHole):
             raise TypeError("a Coq project got a hole of another language")

@@ -41,6 +41,9 @@ class LeanTools:
             LakeBuilder(lakefile, command=settings.build_command) if lakefile is not None else None
         )
 
+    def stand_in(self, path: Path, text: str) -> None:
+        """Lake builds from the files on disk: nothing stands in for one."""
+
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         if not isinstance(hole, holes.LeanHole):
             raise TypeError("a Lean project got a hole of another language")

@@ -53,6 +53,11 @@ class Hole(Protocol):
     @property
     def proof_end(self) -> int: ...
 
+    #: the name a proof's :class:`~..goals.HoleUse` gives the hole: its declaration's
+    #: full name (a Lean declaration with several ``sorry`` is one hole)
+    @property
+    def declaration(self) -> str: ...
+
     def replacement(self, sentences: tuple[str, ...]) -> str:
         """The text that replaces ``proof_start:proof_end`` for this proof."""
 
@@ -71,6 +76,10 @@ class ProjectTools(Protocol):
     @property
     def builder(self) -> ProjectBuilder | None:
         """Builds what the project's files need before they are checked (None: nothing to do)."""
+
+    def stand_in(self, path: Path, text: str) -> None:
+        """Build the files that import ``path`` from ``text`` (what it compiles as now,
+        while the file on disk still differs); a backend that builds nothing ignores it."""
 
     def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
         """A session at ``hole`` of ``text`` (the file's current content)."""

@@ -184,7 +184,7 @@ class AttemptRunner:
         klass = goal_class(goal.statement)
         heavy = {n: self.strategies[n].weight == "heavy" for n in names}
         shares = {n: self.bandit.success_rate(klass, n) for n in names if heavy[n]}
-        floors = {n: getattr(self.strategies[n], "min_grant_seconds", 0.0) for n in shares}
+        floors = {n: self.strategies[n].min_grant_seconds for n in shares}
 
         async def attempt(name: str, account: GoalBudget) -> StrategyResult:
             return await self.attempt(item, name, klass, account)
@@ -241,8 +241,7 @@ class AttemptRunner:
 
         # a strategy that has gone off for the rest of the run (the llm strategies once
         # their model server stopped answering) skips without opening a session
-        off = getattr(strategy, "off_reason", None)
-        reason = off() if callable(off) else ""
+        reason = strategy.off_reason()
         if reason:
             result = StrategyResult(Outcome.SKIPPED, message=str(reason))
             self.record(item, name, Outcome.SKIPPED, result, str(reason))

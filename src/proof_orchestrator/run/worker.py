@@ -148,9 +148,7 @@ class GoalRun:
                     if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
                     else 0.0
                 )
-                + self.options.weights.get(
-                    getattr(hole, "decl_name", "") or hole.goal.qualified_name, 0.0
-                ),
+                + self.options.weights.get(hole.declaration, 0.0),
                 dependents=dependents,
                 stuck_hours=stuck,
                 failures=failures,

@@ -55,7 +55,7 @@ from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillRe
 from ..run.toolbox import Toolbox, tool_settings
 from ..run.worker import GoalRun
 from ..scheduler.governor import CpuGovernor
-from ..strategies.base import StrategyResult
+from ..strategies.base import StrategyDefaults, StrategyResult
 
 __all__ = [
     "REPAIR_SHARE",
@@ -70,7 +70,7 @@ __all__ = [
 REPAIR_SHARE = 0.5
 
 
-class RepairStrategies:
+class RepairStrategies(StrategyDefaults):
     """The ``repair`` strategy of a run: each broken goal's own (old proof, names),
     looked up by the goal; a goal that is not broken is skipped."""
 
@@ -297,7 +297,8 @@ async def _repair_file(
     if detection.stuck:
         report.stuck[str(path)] = detection.stuck
     if not detection.broken:
-        _standin_for_dependents(tools, path, text)
+        # the files that import it are built from what it compiles as now
+        tools.stand_in(path, text)
         return
     standin = detection.standin
     state = FileState(path, standin, tools, file_report, len(detection.broken))
@@ -371,11 +372,4 @@ async def _repair_file(
         if on_goal is not None:
             on_goal(row)
     report.cpu_seconds += sum(row.cpu_seconds for row in file_rows)
-    _standin_for_dependents(tools, path, done.standin)
-
-
-def _standin_for_dependents(tools: Any, path: Path, text: str) -> None:
-    """The files that import ``path`` are built from ``text`` (what it compiles as now)."""
-    builder = tools.builder
-    if builder is not None and hasattr(builder, "override"):
-        builder.override(path, text)
+    tools.stand_in(path, done.standin)

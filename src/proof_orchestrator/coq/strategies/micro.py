@@ -30,7 +30,7 @@ from ...errors import PrefixError, SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..learning import LEARNING
 from ..script import passes_gate
 from ..session import NO_MICROMEGA_CACHE, CoqSession
@@ -137,7 +137,7 @@ def expand(templates: Sequence[str], lia: str | None, variable: str | None = Non
     return out
 
 
-class _QuickTactics(abc.ABC):
+class _QuickTactics(StrategyDefaults, abc.ABC):
     """Try one-sentence scripts from the root, first completion wins."""
 
     name = "quick"

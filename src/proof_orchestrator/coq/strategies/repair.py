@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ...strategies.repairing import similar_names
 from ..broken import BrokenProof
 from ..session import CoqSession
@@ -86,7 +86,7 @@ def _replace_name(sentence: str, old: str, new: str) -> str:
     return re.sub(rf"(?<![\w'.]){re.escape(old)}(?![\w'])", new, sentence)
 
 
-class RepairStrategy:
+class RepairStrategy(StrategyDefaults):
     """Repair one broken proof from its old script (see the module's docstring)."""
 
     name = "repair"

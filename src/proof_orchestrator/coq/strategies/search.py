@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..probe import probe
 from ..session import CoqSession
 from ..states import CoqStates
@@ -184,7 +184,7 @@ def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
     return out
 
 
-class SearchStrategy:
+class SearchStrategy(StrategyDefaults):
     """Best-first search with learned, retrieved, closing and structural candidates."""
 
     name = "search"

@@ -37,7 +37,7 @@ from ...goals import Budget, Goal, Outcome
 from ...search.bestfirst import Expander, SearchEnd, best_first, search_limits
 from ...search.premises import PremiseIndex
 from ...search.proofstate import Hypothesis
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..session import LeanSession
 from .knn import LeanModels
 from .premises import LEAN_INDEXES, LeanPremiseIndexes
@@ -171,7 +171,7 @@ def structural_steps(goal: str) -> list[str]:
     return steps
 
 
-class LeanSearchStrategy:
+class LeanSearchStrategy(StrategyDefaults):
     """Best-first search over REPL proof states with learned, closing, hypothesis,
     premise and structural candidates."""
 
