@@ -186,8 +186,20 @@ class FakeBackend:
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         return "fake 1"
 
-    def feature(self, name: str) -> Any:
-        raise NotImplementedError(name)
+    def agent(self) -> Any:
+        raise NotImplementedError("agent")
+
+    def repair(self) -> Any:
+        raise NotImplementedError("repair")
+
+    def golf(self) -> None:
+        return None
+
+    def evaluation(self) -> None:
+        return None
+
+    def declarations(self, paths: Sequence[Path]) -> None:
+        return None
 
 
 @contextlib.contextmanager

@@ -78,7 +78,7 @@ async def _detect(service: _Service, path: Path) -> tuple[str, Any]:
         ok, output = await tools.verifier.compiles(path, candidate)
         return bool(ok), str(output)
 
-    repair = backend_for(path).feature("repair")
+    repair = backend_for(path).repair()
     return text, await repair.find_broken(path, text, compile_text)
 
 

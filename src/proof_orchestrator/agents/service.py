@@ -219,7 +219,7 @@ class AgentService:
         tools = self.tools.for_hole(located.hole)
         errors = self.ledger.attempt_errors(located.hole.goal.fingerprint)
         started = time.monotonic()
-        side = backend_for(located.path).feature("agent")
+        side = backend_for(located.path).agent()
         async with self.governor.slot(), tools.open_session(located.hole, located.text) as session:
             display, found, near = await side.describe(
                 session, located.hole.goal, self.ledger.proved_statements(), errors
@@ -503,7 +503,7 @@ class AgentService:
             return SubmitResult("rejected", f"gate: {exc}")
         hole = located.hole
         tools = self.tools.for_hole(hole)
-        side = backend_for(located.path).feature("agent")
+        side = backend_for(located.path).agent()
         started = time.monotonic()
         async with self.governor.slot():
             ok, reason, cpu = await side.check_helper(

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..errors import OrchError
 from ..project.statedir import ScratchFolder
+from ..provers.abilities import AgentSide, Evaluation, Golf, Repair
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
@@ -250,21 +251,31 @@ class CoqBackend:
         finally:
             await probe.aclose()
 
-    def feature(self, name: str) -> Any:
-        if name == "evaluation":
-            from .evaluation import CoqEvaluation
+    @staticmethod
+    def agent() -> AgentSide:
+        from .agent import CoqAgentSide
 
-            return CoqEvaluation
-        if name == "golf":
-            from .golf import CoqGolf
+        return CoqAgentSide()
 
-            return CoqGolf()
-        if name == "repair":
-            from .repair import CoqRepair
+    @staticmethod
+    def repair() -> Repair:
+        from .repair import CoqRepair
 
-            return CoqRepair()
-        if name == "agent":
-            from .agent import CoqAgentSide
+        return CoqRepair()
 
-            return CoqAgentSide()
-        raise OrchError(f"Coq has no {name!r} feature")
+    @staticmethod
+    def golf() -> Golf:
+        from .golf import CoqGolf
+
+        return CoqGolf()
+
+    @staticmethod
+    def evaluation() -> Evaluation:
+        from .evaluation import CoqEvaluation
+
+        return CoqEvaluation()
+
+    @staticmethod
+    def declarations(paths: Sequence[Path]) -> None:
+        """Coq files are not read for a blueprint."""
+        return None

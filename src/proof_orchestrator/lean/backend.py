@@ -8,7 +8,7 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from ..errors import OrchError
+from ..provers.abilities import AgentSide, Repair
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
@@ -120,18 +120,26 @@ class LeanBackend:
         toolchains = sorted({LeanProject.for_file(p).toolchain for p in files})
         return "lean " + (", ".join(t for t in toolchains if t) or "(no lean-toolchain)")
 
-    def feature(self, name: str) -> Any:
-        if name == "agent":
-            from .agent import LeanAgentSide
+    @staticmethod
+    def agent() -> AgentSide:
+        from .agent import LeanAgentSide
 
-            return LeanAgentSide()
-        if name == "declarations":
-            return self.declarations
-        if name == "repair":
-            from .repair import LeanRepair
+        return LeanAgentSide()
 
-            return LeanRepair()
-        raise OrchError(f"{name!r} is not available for Lean files (Coq only)")
+    def repair(self) -> Repair:
+        from .repair import LeanRepair
+
+        return LeanRepair()
+
+    @staticmethod
+    def golf() -> None:
+        """Lean proofs are not golfed (``orch golf`` is Coq's)."""
+        return None
+
+    @staticmethod
+    def evaluation() -> None:
+        """``orch eval``'s peers (CoqHammer) are Coq's."""
+        return None
 
     @staticmethod
     def declarations(paths: Sequence[Path]) -> dict[str, bool]:

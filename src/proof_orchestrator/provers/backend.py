@@ -8,9 +8,9 @@ strategies of a profile, and where a patch's imports go. ``coq/backend.py``
 and ``lean/backend.py`` implement it; :mod:`proof_orchestrator.backends`
 chooses one by file suffix. Nothing above the seam imports a prover package.
 
-Optional abilities (``orch eval``'s Coq side, ``orch golf``, helper-lemma
-tickets) are reached through :meth:`Backend.feature`, which names what is
-missing when a language does not have it.
+Optional abilities (``orch eval``'s side, ``orch golf``, ``orch repair``, an
+agent's view, the blueprint's declarations) are typed methods returning a
+protocol of :mod:`.abilities`, or ``None`` where a language has none.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from ..goals import Goal
 from ..strategies.base import Strategy
+from .abilities import AgentSide, Evaluation, Golf, Repair
 from .base import Verifier
 from .build import ProjectBuilder
 from .settings import CoqSettings, LeanSettings
@@ -174,5 +175,18 @@ class Backend(Protocol):
         """The builder of the project ``path`` belongs to (``orch info``), None when ``path``
         is in no project this backend reads (a ``_CoqProject``, dune, a ``lakefile``)."""
 
-    def feature(self, name: str) -> Any:
-        """An optional ability (``evaluation``, ``golf``, ``tickets``, ``context``)."""
+    def agent(self) -> AgentSide:
+        """What an agent (``orch mcp``) reads and checks in this language's files."""
+
+    def repair(self) -> Repair:
+        """``orch repair``'s side (a new one per file: it may keep the file's models)."""
+
+    def golf(self) -> Golf | None:
+        """``orch golf``'s side (None: the language's proofs are not golfed)."""
+
+    def evaluation(self) -> Evaluation | None:
+        """``orch eval``'s side (None: the language has no peers to run)."""
+
+    def declarations(self, paths: Sequence[Path]) -> dict[str, bool] | None:
+        """Every declaration of ``paths``: full name -> unproved (the blueprint sync);
+        None where the language's declarations are not read."""

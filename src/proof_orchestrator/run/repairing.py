@@ -54,7 +54,7 @@ async def verify_and_write_repairs(
 ) -> Repaired:
     """Verify ``candidates`` (holes of ``detection.standin``) and write the accepted ones
     into ``path`` (which held ``text``); see the module's docstring."""
-    feature = backend_for(path).feature("repair")
+    feature = backend_for(path).repair()
     standin = detection.standin
     accepted = await verify_candidates(
         path, standin, candidates, tools.verifier, tools.declared_axioms(standin),

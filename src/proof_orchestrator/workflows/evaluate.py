@@ -84,6 +84,7 @@ from ..config import Settings
 from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
+from ..provers.abilities import Evaluation
 from ..run.attempts import FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
@@ -114,12 +115,17 @@ class EvalError(OrchError):
     """The files cannot be evaluated as asked."""
 
 
-def _evaluation(path: Path) -> Any:
-    """The Coq side of the evaluation (the backend's ``evaluation`` feature) for ``path``."""
+def _evaluation(path: Path) -> Evaluation:
+    """The evaluation side of ``path``'s backend; :class:`EvalError` for a language that
+    has none (Lean: its peers are not run here)."""
     try:
-        return backend_for(path).feature("evaluation")
-    except (ValueError, OrchError) as exc:
-        raise EvalError(f"{path}: orch eval evaluates Coq files only ({exc})") from exc
+        backend = backend_for(path)
+    except ValueError as exc:
+        raise EvalError(f"{path}: not a prover's file ({exc})") from exc
+    evaluation = backend.evaluation()
+    if evaluation is None:
+        raise EvalError(f"{path}: orch eval has no peers to run for {backend.language} files")
+    return evaluation
 
 
 def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:

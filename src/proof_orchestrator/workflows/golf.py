@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..backends import backend_for
 from ..errors import (
@@ -39,6 +38,7 @@ from ..errors import (
 from ..goals import Outcome
 from ..ledger import Ledger
 from ..project.source import read_source
+from ..provers.abilities import Golf
 from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
 from ..run.toolbox import Toolbox
 from ..run.writing import verify_and_write
@@ -51,9 +51,14 @@ def script_length(sentences: Sequence[str]) -> int:
     return len(" ".join(s.strip() for s in sentences))
 
 
-def _golf(path: Path) -> Any:
-    """The backend's ``golf`` feature for ``path`` (Coq)."""
-    return backend_for(path).feature("golf")
+def _golf(path: Path) -> Golf:
+    """The golf side of ``path``'s backend (Coq's; :class:`OrchError` for a language
+    whose proofs are not golfed)."""
+    backend = backend_for(path)
+    golf = backend.golf()
+    if golf is None:
+        raise OrchError(f"{path}: orch golf shortens Coq proofs only, not {backend.language}")
+    return golf
 
 
 @dataclass(slots=True)

@@ -140,7 +140,7 @@ class FileRepairs:
         """:attr:`original` with the repairs (those of the lemmas named in ``only``, or all)
         written in, as ``orch repair`` would write it."""
         chosen = [(b, s) for b, s in self.repaired if only is None or b.hole.goal.name in only]
-        feature = backend_for(self.path).feature("repair")
+        feature = backend_for(self.path).repair()
         text: str = feature.written_text(self.original, self.detection, chosen, self.admit_broken)
         return text
 
@@ -272,7 +272,7 @@ async def _repair_file(
     on_write: Callable[[Path, str], None] | None = None,
 ) -> None:
     try:
-        repair = backend_for(path).feature("repair")
+        repair = backend_for(path).repair()
         text = read_source(path)
     except (UnreadableSource, SourceSyntaxError, OrchError, ValueError) as exc:
         report.files.append(FileReport(path, FileStatus.UNREADABLE, message=str(exc)))
