@@ -171,6 +171,11 @@ class FakeBackend:
     def project_root(self, path: Path) -> Path:
         return path.parent
 
+    importable: dict[str, str] = field(default_factory=dict)
+
+    def described_root(self, path: Path) -> None:
+        return None
+
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> FakeTools:
         tools = FakeTools()
         self.tools_made.append(tools)

@@ -17,10 +17,7 @@ from typing import Any
 
 from .errors import OrchError
 
-__all__ = ["IMPORTABLE", "ConfigError", "Settings", "load_settings"]
-
-#: what ``allow_import`` may name (the sentences are in ``coq.backend.ALLOWED_IMPORTS``)
-IMPORTABLE = ("hammer-tactics", "lia")
+__all__ = ["ConfigError", "Settings", "load_settings"]
 
 
 class ConfigError(OrchError):
@@ -58,7 +55,8 @@ class Settings:
     #: the Ray cluster: "auto", "HOST:PORT", or "" to start a local one
     ray_address: str = ""
     #: imports a proof may add to a file, comma-separated ("lia", "hammer-tactics"; "" for
-    #: none). Lia is part of Coq and declares no axiom: allowed unless turned off
+    #: none; the backends name what they know). Lia is part of Coq and declares no axiom:
+    #: allowed unless turned off
     allow_import: str = "lia"
 
     @property
@@ -93,12 +91,6 @@ class Settings:
         for name in ("budget", "budget_cap", "tactic_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        unknown = self.allowed_imports - set(IMPORTABLE)
-        if unknown:
-            raise ConfigError(
-                f"allow_import: unknown import(s) {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(IMPORTABLE)}"
-            )
         if self.llm_budget_usd < 0:
             raise ConfigError(f"llm_budget_usd must be >= 0, got {self.llm_budget_usd}")
         if self.budget_cap < self.budget:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from ..backends import project_root
+from ..backends import check_imports, project_root
 from ..config import ConfigError, Settings, load_settings
 from ..errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from ..goals import Budget
@@ -104,6 +104,7 @@ def load_command_settings(anchor: Path, arguments: dict[str, object]) -> Setting
     flags = {name: arguments.get(name) for name in Settings.__slots__}
     try:
         settings, _ = load_settings(project_root(anchor), flags)
+        check_imports(settings.allowed_imports)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
     return settings

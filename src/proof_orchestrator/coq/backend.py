@@ -160,6 +160,7 @@ class CoqBackend:
 
     language = "coq"
     suffixes: tuple[str, ...] = (".v",)
+    importable = ALLOWED_IMPORTS
 
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_coq_text(path, text))
@@ -175,6 +176,10 @@ class CoqBackend:
 
     def project_root(self, path: Path) -> Path:
         return project_for(path).root
+
+    def described_root(self, path: Path) -> Path | None:
+        project = project_for(path)
+        return project.root if project.coqproject is not None else None
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> CoqTools:
         return CoqTools(project_for(path), settings, throttle)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from ..provers.abilities import AgentSide, Repair
@@ -21,6 +22,9 @@ from .strategies.tactics import LeanQuickStrategy
 from .verify import LeanVerifier
 
 __all__ = ["LeanBackend", "LeanTools"]
+
+#: the files that describe a Lean project (its root is their folder)
+LEAN_PROJECT_FILES = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
 
 
 class LeanTools:
@@ -82,6 +86,8 @@ class LeanBackend:
 
     language = "lean"
     suffixes: tuple[str, ...] = (".lean",)
+    #: a Lean proof brings no import into its file
+    importable: Mapping[str, str] = MappingProxyType({})
 
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_lean_text(path, text))
@@ -94,6 +100,13 @@ class LeanBackend:
 
     def project_root(self, path: Path) -> Path:
         return LeanProject.for_file(path).root
+
+    def described_root(self, path: Path) -> Path | None:
+        start = path.resolve()
+        for folder in (start, *start.parents) if start.is_dir() else start.parents:
+            if any((folder / name).exists() for name in LEAN_PROJECT_FILES):
+                return folder
+        return None
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> LeanTools:
         return LeanTools(LeanProject.for_file(path), settings, throttle)

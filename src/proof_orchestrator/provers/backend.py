@@ -15,7 +15,7 @@ protocol of :mod:`.abilities`, or ``None`` where a language has none.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -147,6 +147,11 @@ class Backend(Protocol):
     #: file suffixes this backend owns (``.v``)
     suffixes: tuple[str, ...]
 
+    @property
+    def importable(self) -> Mapping[str, str]:
+        """The imports a proof may bring into a file: the name ``--allow-import`` gives
+        each -> the sentence written."""
+
     def scan(self, path: Path, text: str) -> list[Any]:
         """The holes of ``text`` (the content of ``path``), in file order."""
 
@@ -157,7 +162,11 @@ class Backend(Protocol):
         """Files with the same key share one :class:`ProjectTools`."""
 
     def project_root(self, path: Path) -> Path:
-        """The root of the project ``path`` belongs to."""
+        """The root of the project ``path`` belongs to (its own folder when none is described)."""
+
+    def described_root(self, path: Path) -> Path | None:
+        """The root of the project description ``path`` (a file or a folder) is under
+        (``_CoqProject``, ``dune-project``, a ``lakefile``), None when there is none."""
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> ProjectTools:
         """The tools of ``path``'s project; ``throttle`` gates prover processes (the governor)."""
