@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from proof_orchestrator.backends import register, unregister
+from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from proof_orchestrator.provers.backend import LineupInputs, ToolSettings
 from proof_orchestrator.provers.base import Verdict, VerificationResult
+from proof_orchestrator.search.features import GoalSyntax
 from proof_orchestrator.strategies.base import Strategy, StrategyDefaults, StrategyResult
 
 LANGUAGE = "fake"
@@ -172,6 +174,7 @@ class FakeBackend:
         return path.parent
 
     importable: dict[str, str] = field(default_factory=dict)
+    goal_syntax: GoalSyntax = COQ
 
     def described_root(self, path: Path) -> None:
         return None

@@ -16,6 +16,7 @@ from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
+from .display import COQ
 from .project import (
     CoqProject,
     load_coqproject,
@@ -161,6 +162,7 @@ class CoqBackend:
     language = "coq"
     suffixes: tuple[str, ...] = (".v",)
     importable = ALLOWED_IMPORTS
+    goal_syntax = COQ
 
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_coq_text(path, text))

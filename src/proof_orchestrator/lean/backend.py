@@ -13,6 +13,7 @@ from ..provers.abilities import AgentSide, Repair
 from ..provers.backend import LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
+from .display import LEAN
 from .project import LakeBuilder, find_lakefile
 from .script import check_lean_script
 from .session import LeanProject, LeanProver
@@ -88,6 +89,7 @@ class LeanBackend:
     suffixes: tuple[str, ...] = (".lean",)
     #: a Lean proof brings no import into its file
     importable: Mapping[str, str] = MappingProxyType({})
+    goal_syntax = LEAN
 
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_lean_text(path, text))

@@ -27,6 +27,7 @@ from .abilities import AgentSide, Evaluation, Golf, Repair
 from .base import Verifier
 from .build import ProjectBuilder
 from .settings import CoqSettings, LeanSettings
+from .syntax import GoalSyntax
 
 __all__ = [
     "Backend",
@@ -146,6 +147,9 @@ class Backend(Protocol):
     language: str
     #: file suffixes this backend owns (``.v``)
     suffixes: tuple[str, ...]
+
+    #: how the prover displays a goal and spells names (the neutral search reads goals with it)
+    goal_syntax: GoalSyntax
 
     @property
     def importable(self) -> Mapping[str, str]:

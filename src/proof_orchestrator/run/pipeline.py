@@ -290,7 +290,8 @@ def _requests(ledger: Ledger) -> Callable[[GoalItem, str, Budget], AttemptReques
 
     def request(item: GoalItem, name: str, budget: Budget) -> AttemptRequest:
         goal = item.hole.goal
-        near = nearest_first(goal.statement, proved.get(goal.language, []), popular)
+        syntax = backend_named(goal.language).goal_syntax
+        near = nearest_first(goal.statement, proved.get(goal.language, []), popular, syntax)
         return AttemptRequest(
             item.hole, item.file.text, name, budget, tuple(near), route=str(goal.file)
         )

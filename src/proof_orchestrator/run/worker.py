@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..backends import backend_named
 from ..errors import (
     FileChangedError,
     FileWriteError,
@@ -314,13 +315,14 @@ class GoalRun:
             goal.file, goal.line, ProofExample(goal.name, goal.statement, candidate.sentences)
         )
         state = item.file
-        found = statement_features(goal.statement)
+        syntax = backend_named(goal.language).goal_syntax
+        found = statement_features(goal.statement, syntax)
         again = [
             f
             for f in state.failed
             if f.hole.goal.line > goal.line
             and f.retries_after_proofs < MAX_RETRIES_AFTER_PROOFS
-            and cosine(found, statement_features(f.hole.goal.statement)) >= RETRY_SIMILARITY
+            and cosine(found, statement_features(f.hole.goal.statement, syntax)) >= RETRY_SIMILARITY
         ]
         for failed in again:
             state.failed.remove(failed)
