@@ -191,6 +191,9 @@ class FakeBackend:
     def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
         return 0, ""
 
+    async def compile_alone(self, path: Path, *, timeout: float) -> Any:
+        raise NotImplementedError("compile_alone")
+
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         return "fake 1"
 

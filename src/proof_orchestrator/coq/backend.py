@@ -12,7 +12,8 @@ from typing import Any
 from ..errors import OrchError
 from ..project.statedir import ScratchFolder
 from ..provers.abilities import AgentSide, Evaluation, Golf, Repair
-from ..provers.backend import LineupInputs, ToolSettings
+from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
+from ..provers.process import run_command
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
@@ -250,6 +251,12 @@ class CoqBackend:
         if requires:
             return requires[-1].end, "".join(f"\n{i}" for i in wanted)
         return 0, "".join(f"{i}\n" for i in wanted)
+
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """``coqc`` with the flags of ``path``'s project, in the file's folder."""
+        flags = project_for(path).flags
+        run = await run_command(["coqc", *flags, str(path)], cwd=str(path.parent), timeout=timeout)
+        return CompiledFile(run.returncode == 0, run.cpu_seconds, run.output)
 
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         probe = CoqProver(settings=settings.coq)

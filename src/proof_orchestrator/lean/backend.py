@@ -10,7 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ..provers.abilities import AgentSide, Repair
-from ..provers.backend import LineupInputs, ToolSettings
+from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
 from ..strategies.base import Strategy
 from . import holes
 from .display import LEAN
@@ -130,6 +130,15 @@ class LeanBackend:
         if any(p.imports for p in patches):
             raise ValueError("a Lean proof cannot bring imports into its file")
         return 0, ""
+
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """``lean`` on the file, in its project's environment (the verifier's check)."""
+        verifier = LeanVerifier(LeanProject.for_file(path))
+        try:
+            ok, output = await verifier.compiles(path, path.read_text(encoding="utf-8"))
+            return CompiledFile(ok, verifier.cpu_seconds, output)
+        finally:
+            await verifier.aclose()
 
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         toolchains = sorted({LeanProject.for_file(p).toolchain for p in files})

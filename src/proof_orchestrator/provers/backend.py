@@ -31,6 +31,7 @@ from .syntax import GoalSyntax
 
 __all__ = [
     "Backend",
+    "CompiledFile",
     "Hole",
     "LineupInputs",
     "ProjectTools",
@@ -140,6 +141,17 @@ class LineupInputs:
     llm_budget_usd: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CompiledFile:
+    """A file compiled on its own, outside any session (``orch bank``'s recheck)."""
+
+    ok: bool
+    #: CPU seconds of the prover's process tree
+    cpu_seconds: float
+    #: what the prover printed
+    output: str = ""
+
+
 class Backend(Protocol):
     """One prover language, as the engine uses it."""
 
@@ -180,6 +192,9 @@ class Backend(Protocol):
 
     def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
         """Where the patches' imports go in ``text`` and the text inserted there."""
+
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """Compile ``path`` as it is on disk, from scratch, as its project describes it."""
 
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         """The prover's version (for the ledger), for ``files`` of this language."""
