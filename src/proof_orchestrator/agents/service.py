@@ -28,7 +28,7 @@ from ..errors import (
     ProverError,
     ScriptRejected,
 )
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome, RunStatus
 from ..ledger import Ledger
 from ..project.locks import file_lock
 from ..provers.base import TacticStatus
@@ -52,8 +52,10 @@ from .results import (
     ProvedNeighbour,
     RunResult,
     SubmitResult,
+    SubmitStatus,
     TicketInfo,
     TryResult,
+    TryStatus,
     ticket_info,
 )
 
@@ -114,7 +116,7 @@ class AgentService:
             self._sampler = None
         await self.tools.aclose()
         if self._run_id is not None:
-            self.ledger.finish_run(self._run_id, "finished", {})
+            self.ledger.finish_run(self._run_id, RunStatus.FINISHED, {})
             self._run_id = None
 
     @property
@@ -145,7 +147,7 @@ class AgentService:
                 goal = hole.goal
                 goal_id = self.ledger.upsert_goal(goal)
                 row = self.ledger.goal_row(goal_id)
-                state = row.status if row is not None else "open"
+                state = row.status if row is not None else GoalStatus.OPEN
                 if status is not None and state != status:
                     continue
                 found.append(
@@ -257,10 +259,10 @@ class AgentService:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=str(exc))
-            return TryResult("rejected", error=str(exc))
+            return TryResult(TryStatus.REJECTED, error=str(exc))
         tools = self.tools.for_hole(located.hole)
         timeout = max(1.0, min(cpu_s, 10.0))
-        result = TryResult("complete")
+        result = TryResult(TryStatus.COMPLETE)
         try:
             async with (
                 self.governor.slot(),
@@ -270,17 +272,25 @@ class AgentService:
                 for sentence in sentences:
                     if session.cpu_seconds() >= cpu_s:
                         result = TryResult(
-                            "timeout", error="the CPU budget ran out", failing_sentence=sentence
+                            TryStatus.TIMEOUT,
+                            error="the CPU budget ran out",
+                            failing_sentence=sentence,
                         )
                         break
                     step = await session.run_tactic(sentence, state, timeout=timeout)
                     if not step.ok:
-                        kind = "timeout" if step.status is TacticStatus.TIMEOUT else "error"
+                        kind = (
+                            TryStatus.TIMEOUT
+                            if step.status is TacticStatus.TIMEOUT
+                            else TryStatus.ERROR
+                        )
                         result = TryResult(kind, list(result.goals), step.message.strip(), sentence)
                         break
                     state = step.state
                     result = TryResult(
-                        "complete" if step.status is TacticStatus.COMPLETE else "goals",
+                        TryStatus.COMPLETE
+                        if step.status is TacticStatus.COMPLETE
+                        else TryStatus.GOALS,
                         list(step.goals),
                     )
                 result.cpu_seconds = session.cpu_seconds()
@@ -288,14 +298,14 @@ class AgentService:
             self._record(located, client, Outcome.ERROR, sentences, message=str(exc))
             raise AgentError(f"the prover failed on hole {hole_id}: {exc}") from exc
         outcome = {
-            "complete": Outcome.CANDIDATE,
-            "timeout": Outcome.TIMEOUT,
+            TryStatus.COMPLETE: Outcome.CANDIDATE,
+            TryStatus.TIMEOUT: Outcome.TIMEOUT,
         }.get(result.status, Outcome.FAILED)
         message = (
             f"{result.failing_sentence} -> {result.error}"
             if result.failing_sentence
             else f"{len(result.goals)} goal(s) remain"
-            if result.status == "goals"
+            if result.status is TryStatus.GOALS
             else ""
         )
         self._record(
@@ -320,14 +330,14 @@ class AgentService:
 
     async def submit_proof(self, hole_id: int, script: str, client: str) -> SubmitResult:
         row = self.ledger.goal_row(hole_id)
-        if row is not None and row.status == "broken":
+        if row is not None and row.status == GoalStatus.BROKEN:
             return await submit_repair(self, hole_id, script, client)
         located = self._locate(hole_id)
         try:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
-            return SubmitResult("rejected", f"gate: {exc}")
+            return SubmitResult(SubmitStatus.REJECTED, f"gate: {exc}")
         return await self._verify_and_write(located, sentences, f"mcp:{client}", client)
 
     async def _verify_and_write(
@@ -348,12 +358,12 @@ class AgentService:
                 located = self._locate(located.goal_id)
             except AgentError as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
-                return SubmitResult("rejected", str(exc), script=list(sentences))
+                return SubmitResult(SubmitStatus.REJECTED, str(exc), script=list(sentences))
             tools = self.tools.for_hole(located.hole)
             goal_report = GoalReport(
                 located.hole.goal, Outcome.CANDIDATE, strategy, sentences, hole=located.hole
             )
-            file_report = FileReport(located.path, FileStatus.INTERRUPTED)
+            file_report = FileReport(located.path, FileStatus.PENDING)
             candidate = (located.hole, goal_report, located.goal_id)
             try:
                 async with self.governor.slot():
@@ -378,11 +388,13 @@ class AgentService:
                 )
             except (FileChangedError, OrchError) as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
-                return SubmitResult("rejected", str(exc), script=list(sentences))
+                return SubmitResult(SubmitStatus.REJECTED, str(exc), script=list(sentences))
             wall = time.monotonic() - started
             if not done.accepted:
                 # verify_and_write recorded the rejection with the verifier's reason
-                return SubmitResult("rejected", goal_report.message, script=list(sentences))
+                return SubmitResult(
+                    SubmitStatus.REJECTED, goal_report.message, script=list(sentences)
+                )
             written = self._relative(located.path) if done.written else ""
             self._record(
                 located,
@@ -393,7 +405,7 @@ class AgentService:
                 wall=wall,
                 message=f"written to {written}" if written else f"branch {branch}",
             )
-            return SubmitResult("verified", "", written, branch, list(sentences))
+            return SubmitResult(SubmitStatus.VERIFIED, "", written, branch, list(sentences))
 
     def _branch(self, located: Located, sentences: tuple[str, ...], strategy: str) -> str:
         if self.git is None:  # pragma: no cover - the caller checked
@@ -442,7 +454,7 @@ class AgentService:
         tools = self.tools.for_hole(located.hole)
         runner = self.runner()
         state = FileState(
-            located.path, located.text, tools, FileReport(located.path, FileStatus.INTERRUPTED), 1
+            located.path, located.text, tools, FileReport(located.path, FileStatus.PENDING), 1
         )
         report = GoalReport(located.hole.goal, Outcome.FAILED, hole=located.hole)
         item = GoalItem(located.hole, state, located.goal_id, report, cpu_s)
@@ -451,14 +463,19 @@ class AgentService:
         outcomes = {name: r.outcome.value for name, r in outcome.results.items()}
         if outcome.winner is None:
             return RunResult(
-                "failed", outcomes=outcomes, cpu_seconds=spent, reason="no strategy found a proof"
+                SubmitStatus.FAILED,
+                outcomes=outcomes,
+                cpu_seconds=spent,
+                reason="no strategy found a proof",
             )
         found = outcome.results[outcome.winner]
         try:
             sentences = tuple(tools.gate(found.sentences))
         except ScriptRejected as exc:
             runner.record(item, outcome.winner, Outcome.REJECTED, found, str(exc))
-            return RunResult("rejected", outcome.winner, list(found.sentences), str(exc), outcomes)
+            return RunResult(
+                SubmitStatus.REJECTED, outcome.winner, list(found.sentences), str(exc), outcomes
+            )
         submitted = await self._verify_and_write(
             located, sentences, outcome.winner, client, cpu=spent
         )
@@ -500,7 +517,7 @@ class AgentService:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
-            return SubmitResult("rejected", f"gate: {exc}")
+            return SubmitResult(SubmitStatus.REJECTED, f"gate: {exc}")
         hole = located.hole
         tools = self.tools.for_hole(hole)
         side = backend_for(located.path).agent()
@@ -524,7 +541,7 @@ class AgentService:
                 wall=time.monotonic() - started,
                 message=f"ticket {ticket_id}: {reason}",
             )
-            return SubmitResult("rejected", reason, script=list(sentences))
+            return SubmitResult(SubmitStatus.REJECTED, reason, script=list(sentences))
         if not self.ledger.complete_ticket(ticket_id, worker, sentences):
             raise AgentError(f"ticket {ticket_id} was taken back before it was completed")
         self._record(
@@ -536,4 +553,6 @@ class AgentService:
             wall=time.monotonic() - started,
             message=f"ticket {ticket_id} completed",
         )
-        return SubmitResult("verified", f"ticket {ticket_id} completed", script=list(sentences))
+        return SubmitResult(
+            SubmitStatus.VERIFIED, f"ticket {ticket_id} completed", script=list(sentences)
+        )

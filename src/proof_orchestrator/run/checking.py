@@ -22,7 +22,7 @@ from typing import Any
 
 from ..backends import backend_for
 from ..errors import PrefixError, ProverError
-from ..goals import Budget, HoleUse, Outcome
+from ..goals import Budget, GoalStatus, HoleUse, Outcome
 from ..ledger import Ledger
 from ..project.patch import Patch, apply_patches
 from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
@@ -110,7 +110,7 @@ async def verify_candidates(
             prover_version=version,
             message=detail,
         )
-        ledger.set_goal_status(goal_id, "rejected")
+        ledger.set_goal_status(goal_id, GoalStatus.REJECTED)
 
     def reason(item: Candidate, result: VerificationResult) -> str:
         refused = result.holes_used.get(item[0].goal.qualified_name, ())

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..backends import backend_for
 from ..errors import FileChangedError, FileWriteError
+from ..goals import GoalStatus
 from ..ledger import Ledger
 from ..project.patch import write_atomic
 from ..provers.backend import ProjectTools
@@ -64,7 +65,7 @@ async def verify_and_write_repairs(
     kept = {goal_id for _, _, goal_id in accepted}
     for _, _, goal_id in candidates:
         if goal_id not in kept:
-            ledger.set_goal_status(goal_id, "broken")  # refused: the proof is still broken
+            ledger.set_goal_status(goal_id, GoalStatus.BROKEN)  # refused: the proof is still broken
     by_hole = {(b.hole.proof_start, b.hole.proof_end): b for b in detection.broken}
     repaired = [(by_hole[(h.proof_start, h.proof_end)], r.sentences) for h, r, _ in accepted]
     for hole, goal_report, goal_id in accepted:
@@ -94,5 +95,5 @@ async def verify_and_write_repairs(
     ids = [goal_id for _, _, goal_id in accepted]
     ledger.mark_written(run_id, ids)
     for goal_id in ids:
-        ledger.set_goal_status(goal_id, "repaired")
+        ledger.set_goal_status(goal_id, GoalStatus.REPAIRED)
     return done

@@ -41,6 +41,8 @@ class FileStatus(enum.StrEnum):
     CHANGED = "changed"
     #: the file could not be read or split into sentences
     UNREADABLE = "unreadable"
+    #: queued: its goals are being searched, its candidates not written yet
+    PENDING = "pending"
     #: the run was interrupted while this file was in progress
     INTERRUPTED = "interrupted"
     #: the prover this file needs (Coq or Lean) is not installed; skipped

@@ -22,7 +22,7 @@ from ..errors import (
     ScriptRejected,
     SessionClosed,
 )
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome
 from ..learn import FOUND, ProofExample, statement_features
 from ..ledger import Ledger
 from ..scheduler.bandit import Bandit
@@ -224,7 +224,7 @@ class GoalRun:
                 for name, result in outcome.results.items()
                 if result.started
             )[:2000]
-            self.ledger.set_goal_status(item.goal_id, Outcome.ERROR.value)
+            self.ledger.set_goal_status(item.goal_id, GoalStatus.ERROR)
             await self.goal_done(item, None)
             return
         item.report.outcome = Outcome.TIMEOUT if Outcome.TIMEOUT in worst else Outcome.FAILED
@@ -237,7 +237,7 @@ class GoalRun:
             item.revisits += 1
             self.enqueue(item)  # parked: revisited after fresher goals
             return
-        self.ledger.set_goal_status(item.goal_id, "failed")
+        self.ledger.set_goal_status(item.goal_id, GoalStatus.FAILED)
         await self.goal_done(item, None)
 
     async def search(self, item: GoalItem) -> RaceResult:
@@ -372,5 +372,5 @@ class GoalRun:
         state.report.written = done is not None and done.written
         accepted = done.accepted if done is not None else []
         self.live.proved += len(accepted)
-        if state.report.status is FileStatus.INTERRUPTED:
+        if state.report.status is FileStatus.PENDING:
             state.report.status = FileStatus.DONE

@@ -192,7 +192,7 @@ class FillPortfolio:
         """
         tools = self.tools(path)
         own = time.process_time()
-        state = FileState(path, text, tools, FileReport(path, FileStatus.INTERRUPTED), 1)
+        state = FileState(path, text, tools, FileReport(path, FileStatus.PENDING), 1)
         report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
         goal_id = self.ledger.upsert_goal(hole.goal)
         item = GoalItem(hole, state, goal_id, report, self.options.budget.cpu_seconds)

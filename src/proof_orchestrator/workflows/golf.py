@@ -35,7 +35,7 @@ from ..errors import (
     SourceSyntaxError,
     UnreadableSource,
 )
-from ..goals import Outcome
+from ..goals import Outcome, RunStatus
 from ..ledger import Ledger
 from ..project.source import read_source
 from ..provers.abilities import Golf
@@ -213,5 +213,5 @@ async def golf_files(
     finally:
         await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
-        ledger.finish_run(run_id, "finished", report.summary())
+        ledger.finish_run(run_id, RunStatus.FINISHED, report.summary())
     return report

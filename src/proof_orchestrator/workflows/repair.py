@@ -45,7 +45,7 @@ from ..errors import (
     SourceSyntaxError,
     UnreadableSource,
 )
-from ..goals import Budget, Goal, Outcome
+from ..goals import Budget, Goal, GoalStatus, Outcome, RunStatus
 from ..ledger import Ledger
 from ..project.source import read_source
 from ..run.attempts import FileState, GoalItem
@@ -255,7 +255,7 @@ async def repair_files(
     finally:
         await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
-        ledger.finish_run(run_id, "finished", report.summary())
+        ledger.finish_run(run_id, RunStatus.FINISHED, report.summary())
     return report
 
 
@@ -314,7 +314,7 @@ async def _repair_file(
         report.broken.append(row)
         file_rows.append(row)
         goal_id = ledger.upsert_goal(goal)
-        ledger.set_goal_status(goal_id, "broken")
+        ledger.set_goal_status(goal_id, GoalStatus.BROKEN)
         ledger.record_attempt(
             run_id=report.run_id,
             goal_id=goal_id,
@@ -346,7 +346,7 @@ async def _repair_file(
         else:
             messages = [r.message for r in outcome.results.values() if r.message]
             row.message = "; ".join(dict.fromkeys(messages))[:500]
-            ledger.set_goal_status(goal_id, "broken")
+            ledger.set_goal_status(goal_id, GoalStatus.BROKEN)
         if on_goal is not None and outcome.winner is None:
             on_goal(row)
     done = await verify_and_write_repairs(
@@ -360,7 +360,7 @@ async def _repair_file(
         verified.append((broken, goal_report.sentences))
         if not done.written:
             # verified, not written (a dry run, --git): the repair exists, in the ledger
-            ledger.set_goal_status(goal_id, "repaired")
+            ledger.set_goal_status(goal_id, GoalStatus.REPAIRED)
     repaired = FileRepairs(path, text, file_rows, detection, verified, admit_broken)
     report.repaired_files.append(repaired)
     if done.written and on_write is not None:
