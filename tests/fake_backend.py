@@ -145,6 +145,9 @@ class FakeBackend:
     tools_made: list[FakeTools] = field(default_factory=list)
     inputs: list[LineupInputs] = field(default_factory=list)
 
+    def join_script(self, sentences: Sequence[str]) -> str:
+        return " ".join(sentences)
+
     def scan(self, path: Path, text: str) -> list[Any]:
         holes = []
         for match in _HOLE.finditer(text):

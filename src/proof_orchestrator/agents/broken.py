@@ -103,7 +103,7 @@ async def broken_proofs(service: _Service, path: str | None = None) -> list[Brok
                     broken.kind.value,
                     broken.failing,
                     broken.error,
-                    " ".join(broken.script),
+                    backend_for(file).join_script(broken.script),
                 )
             )
     return found

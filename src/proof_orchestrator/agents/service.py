@@ -206,7 +206,9 @@ class AgentService:
             fingerprint=located.hole.goal.fingerprint,
             strategy=f"mcp:{client}"[:64],
             outcome=outcome,
-            tactic=script if isinstance(script, str) else " ".join(script),
+            tactic=(
+                script if isinstance(script, str) else backend_for(located.path).join_script(script)
+            ),
             tactics_tried=tried,
             budget_seconds=budget,
             cpu_seconds=cpu,

@@ -165,6 +165,8 @@ class CoqBackend:
     importable = ALLOWED_IMPORTS
     goal_syntax = COQ
 
+    join_script = staticmethod(CoqTools.join_script)
+
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_coq_text(path, text))
 

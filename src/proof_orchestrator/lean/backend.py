@@ -91,6 +91,8 @@ class LeanBackend:
     importable: Mapping[str, str] = MappingProxyType({})
     goal_syntax = LEAN
 
+    join_script = staticmethod(LeanTools.join_script)
+
     def scan(self, path: Path, text: str) -> list[Any]:
         return list(holes.scan_lean_text(path, text))
 

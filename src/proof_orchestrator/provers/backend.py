@@ -168,6 +168,9 @@ class Backend(Protocol):
         """The imports a proof may bring into a file: the name ``--allow-import`` gives
         each -> the sentence written."""
 
+    def join_script(self, sentences: Sequence[str]) -> str:
+        """A script as the one string the ledger records (as :meth:`ProjectTools.join_script`)."""
+
     def scan(self, path: Path, text: str) -> list[Any]:
         """The holes of ``text`` (the content of ``path``), in file order."""
 

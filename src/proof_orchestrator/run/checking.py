@@ -106,7 +106,7 @@ async def verify_candidates(
             fingerprint=goal_report.goal.fingerprint,
             strategy=goal_report.strategy,
             outcome=Outcome.REJECTED,
-            tactic=" ".join(goal_report.sentences),
+            tactic=backend.join_script(goal_report.sentences),
             prover_version=version,
             message=detail,
         )

@@ -255,7 +255,11 @@ def _result(
                 "solved": proved and goal_report.goal.name not in remaining,
                 "outcome": goal_report.outcome.value,
                 "strategy": goal_report.strategy if proved else "",
-                "script": " ".join(goal_report.sentences) if proved else "",
+                "script": (
+                    backend_for(goal_report.goal.file).join_script(goal_report.sentences)
+                    if proved
+                    else ""
+                ),
                 "tactics_tried": goal_report.tactics_tried,
                 "cpu_seconds": round(goal_report.cpu_seconds, 4),
                 "wall_seconds": round(goal_report.wall_seconds, 4),

@@ -206,7 +206,7 @@ async def golf_files(
                     fingerprint=reopened.goal.fingerprint,
                     strategy="golf",
                     outcome=Outcome.PROVED if proof.accepted else Outcome.REJECTED,
-                    tactic=" ".join(proof.after),
+                    tactic=backend_for(path).join_script(proof.after),
                     cpu_seconds=proof.cpu_seconds,
                     message=f"length {script_length(proof.before)} -> {script_length(proof.after)}",
                 )

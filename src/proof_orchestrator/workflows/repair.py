@@ -321,7 +321,7 @@ async def _repair_file(
             fingerprint=goal.fingerprint,
             strategy="detect",
             outcome=Outcome.FAILED,
-            tactic=" ".join(broken.script),
+            tactic=backend_for(path).join_script(broken.script),
             message=f"broken ({broken.kind.value}) at {broken.failing}: {broken.error}"[:2000],
         )
         repairs.add(goal, repair.strategy(broken, standin, root))
