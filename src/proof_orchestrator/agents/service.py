@@ -11,7 +11,6 @@ per file serialises submissions, across processes too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import random
 import time
@@ -96,12 +95,15 @@ class AgentService:
         self._strategies = list(strategies) if strategies is not None else None
         self._runner: AttemptRunner | None = None
         self._run_id: int | None = None
-        self._sampler: asyncio.Task[None] | None = None
+        #: owns what runs while the service is open (the governor's ticks)
+        self._open: contextlib.AsyncExitStack | None = None
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> AgentService:
-        self._sampler = asyncio.create_task(self.governor.run(), name="cpu-governor")
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(self.governor.running())
+            self._open = stack.pop_all()
         self._run_id = self.ledger.start_run("mcp", {"root": str(self.root)}, "")
         return self
 
@@ -109,11 +111,9 @@ class AgentService:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._sampler is not None:
-            self._sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sampler
-            self._sampler = None
+        opened, self._open = self._open, None
+        if opened is not None:
+            await opened.aclose()  # the governor stops ticking
         await self.tools.aclose()
         if self._run_id is not None:
             self.ledger.finish_run(self._run_id, RunStatus.FINISHED, {})
