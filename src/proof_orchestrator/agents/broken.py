@@ -135,9 +135,15 @@ async def submit_repair(service: _Service, hole_id: int, script: str, client: st
         )
         async with service.governor.slot():
             done = await verify_and_write_repairs(
-                path, text, detection, [(broken.hole, goal_report, hole_id)], tools,
-                service.ledger, service.run_id, FileReport(path, FileStatus.PENDING),
-            )  # fmt: skip
+                path,
+                text,
+                detection,
+                [(broken.hole, goal_report, hole_id)],
+                tools,
+                service.ledger,
+                service.run_id,
+                FileReport(path, FileStatus.PENDING),
+            )
         if not done.accepted:
             return SubmitResult(SubmitStatus.REJECTED, goal_report.message, script=list(sentences))
         service._record(located, client, Outcome.PROVED, sentences, message="repaired")

@@ -168,10 +168,18 @@ class Summaries(LedgerCore):
             ).all()
         outcomes: dict[str, dict[str, int]] = {}
         sums = dict.fromkeys(
-            ("requests", "cached", "replies", "scripts", "checked", "closed", "tokens_in",
-             "tokens_out"),
+            (
+                "requests",
+                "cached",
+                "replies",
+                "scripts",
+                "checked",
+                "closed",
+                "tokens_in",
+                "tokens_out",
+            ),
             0,
-        )  # fmt: skip
+        )
         refused: dict[str, int] = {}
         latencies: list[float] = []
         for strategy, outcome, tokens_in, tokens_out, checks in rows:

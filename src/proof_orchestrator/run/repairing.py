@@ -58,9 +58,16 @@ async def verify_and_write_repairs(
     feature = backend_for(path).repair()
     standin = detection.standin
     accepted = await verify_candidates(
-        path, standin, candidates, tools.verifier, tools.declared_axioms(standin),
-        ledger, run_id, "", file_report,
-    )  # fmt: skip
+        path,
+        standin,
+        candidates,
+        tools.verifier,
+        tools.declared_axioms(standin),
+        ledger,
+        run_id,
+        "",
+        file_report,
+    )
     accepted = [c for c in accepted if not (c[1].imports or c[1].helpers)]
     kept = {goal_id for _, _, goal_id in accepted}
     for _, _, goal_id in candidates:

@@ -249,9 +249,17 @@ async def repair_files(
     try:
         for path in _in_dependency_order(files, toolbox):
             await _repair_file(
-                path, ledger, options, toolbox, (first, then), repairs, report, admit_broken,
-                on_goal, on_write,
-            )  # fmt: skip
+                path,
+                ledger,
+                options,
+                toolbox,
+                (first, then),
+                repairs,
+                report,
+                admit_broken,
+                on_goal,
+                on_write,
+            )
     finally:
         await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
@@ -308,9 +316,15 @@ async def _repair_file(
     for broken in detection.broken:
         goal = broken.hole.goal
         row = BrokenGoalReport(
-            path, goal.name, goal.line, broken.kind.value, broken.failing, broken.error,
-            broken.script, goal=goal,
-        )  # fmt: skip
+            path,
+            goal.name,
+            goal.line,
+            broken.kind.value,
+            broken.failing,
+            broken.error,
+            broken.script,
+            goal=goal,
+        )
         report.broken.append(row)
         file_rows.append(row)
         goal_id = ledger.upsert_goal(goal)
@@ -350,9 +364,17 @@ async def _repair_file(
         if on_goal is not None and outcome.winner is None:
             on_goal(row)
     done = await verify_and_write_repairs(
-        path, text, detection, candidates, tools, ledger, report.run_id, file_report,
-        write=not options.dry_run, admit_broken=admit_broken,
-    )  # fmt: skip
+        path,
+        text,
+        detection,
+        candidates,
+        tools,
+        ledger,
+        report.run_id,
+        file_report,
+        write=not options.dry_run,
+        admit_broken=admit_broken,
+    )
     verified: list[tuple[Any, tuple[str, ...]]] = []
     for _, goal_report, goal_id in done.accepted:
         broken, row = rows[goal_id]

@@ -240,9 +240,12 @@ class RepairStrategy(StrategyDefaults):
             head, tail = broken.script[:index], broken.script[index + 1 :]
             variants = [
                 *argument_variants(sentence, lemmas),
-                *(() if index == broken.failing_index else
-                  sentence_variants(sentence, unfold, using, opaque)),
-            ]  # fmt: skip
+                *(
+                    ()
+                    if index == broken.failing_index
+                    else sentence_variants(sentence, unfold, using, opaque)
+                ),
+            ]
             for variant in dict.fromkeys(variants):
                 if spent() >= budget.cpu_seconds:
                     return result(Outcome.TIMEOUT)
