@@ -76,6 +76,9 @@ class Strategy(Protocol):
     def off_reason(self) -> str:
         """Why the strategy is off for the rest of the run ("" while it is on)."""
 
+    def training_cpu_seconds(self) -> float:
+        """CPU seconds its model has spent so far mining earlier proofs (replaying them)."""
+
     async def prove(self, session: Any, goal: Goal, budget: Budget) -> StrategyResult: ...
 
 
@@ -88,3 +91,6 @@ class StrategyDefaults:
 
     def off_reason(self) -> str:
         return ""
+
+    def training_cpu_seconds(self) -> float:
+        return 0.0

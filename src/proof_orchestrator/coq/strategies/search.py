@@ -212,6 +212,9 @@ class SearchStrategy(StrategyDefaults):
         #: ask coqtop which candidates could take a step before running them (:mod:`..probe`)
         self.probe = probe
 
+    def training_cpu_seconds(self) -> float:
+        return float(self.models.cpu_seconds)
+
     async def _candidates(
         self,
         session: CoqSession,

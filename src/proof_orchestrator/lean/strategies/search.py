@@ -196,6 +196,9 @@ class LeanSearchStrategy(StrategyDefaults):
         self.max_expansions = max_expansions
         self.per_node = per_node
 
+    def training_cpu_seconds(self) -> float:
+        return float(self.models.cpu_seconds)
+
     async def prove(self, session: LeanSession, goal: Goal, budget: Budget) -> StrategyResult:
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
