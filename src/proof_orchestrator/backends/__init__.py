@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from ..config import ConfigError
 from ..coq.backend import CoqBackend
 from ..errors import SourceSyntaxError, UnreadableSource
 from ..lean.backend import LeanBackend
 from ..project.source import line_and_column, read_source
-from ..provers.backend import Backend
+from ..provers.backend import Backend, Hole
 from ..provers.build import ProjectBuilder
 
 __all__ = [
@@ -114,12 +113,12 @@ def project_builders(anchor: Path, command: str = "") -> list[ProjectBuilder]:
     return [b for b in (x.builder(anchor, command) for x in backends()) if b is not None]
 
 
-def scan_text(path: Path, text: str) -> list[Any]:
+def scan_text(path: Path, text: str) -> list[Hole]:
     """The holes of ``text`` (the content of ``path``), in file order."""
-    return backend_for(path).scan(path, text)
+    return list(backend_for(path).scan(path, text))
 
 
-def load_source(path: Path) -> tuple[str, list[Any]]:
+def load_source(path: Path) -> tuple[str, list[Hole]]:
     """The text of ``path`` and its holes; :class:`UnreadableSource` names the file and place."""
     text = read_source(path)
     try:

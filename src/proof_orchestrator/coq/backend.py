@@ -13,6 +13,7 @@ from ..errors import OrchError
 from ..project.statedir import ScratchFolder
 from ..provers.abilities import AgentSide, Evaluation, Golf, Repair
 from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
+from ..provers.base import ProofSession
 from ..provers.process import run_command
 from ..strategies.base import Strategy
 from . import holes
@@ -103,13 +104,13 @@ class CoqTools:
     def stand_in(self, path: Path, text: str) -> None:
         self.builder.override(path, text)
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         if not isinstance(hole, holes.CoqHole):
             raise TypeError("a Coq project got a hole of another language")
         return self._session(hole, text)
 
     @contextlib.asynccontextmanager
-    async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[Any]:
+    async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[ProofSession]:
         async with contextlib.AsyncExitStack() as stack:
             async with self.builder.loading():  # no rebuild replaces the .vo files it loads
                 prover = self.prover_for(hole.goal.file)
@@ -167,7 +168,7 @@ class CoqBackend:
 
     join_script = staticmethod(CoqTools.join_script)
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    def scan(self, path: Path, text: str) -> list[holes.CoqHole]:
         return list(holes.scan_coq_text(path, text))
 
     def project_files(self, path: Path) -> list[Path] | None:

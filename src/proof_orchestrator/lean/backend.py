@@ -11,6 +11,7 @@ from typing import Any
 
 from ..provers.abilities import AgentSide, Repair
 from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
+from ..provers.base import ProofSession
 from ..strategies.base import Strategy
 from . import holes
 from .display import LEAN
@@ -49,7 +50,7 @@ class LeanTools:
     def stand_in(self, path: Path, text: str) -> None:
         """Lake builds from the files on disk: nothing stands in for one."""
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         if not isinstance(hole, holes.LeanHole):
             raise TypeError("a Lean project got a hole of another language")
         return self.prover.session(hole, text)
@@ -93,7 +94,7 @@ class LeanBackend:
 
     join_script = staticmethod(LeanTools.join_script)
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    def scan(self, path: Path, text: str) -> list[holes.LeanHole]:
         return list(holes.scan_lean_text(path, text))
 
     def project_files(self, path: Path) -> list[Path] | None:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 from ..goals import Goal
 from ..strategies.base import Strategy
 from .abilities import AgentSide, Evaluation, Golf, Repair
-from .base import Verifier
+from .base import ProofSession, Verifier
 from .build import ProjectBuilder
 from .settings import CoqSettings, LeanSettings
 from .syntax import GoalSyntax
@@ -84,7 +84,7 @@ class ProjectTools(Protocol):
         """Build the files that import ``path`` from ``text`` (what it compiles as now,
         while the file on disk still differs); a backend that builds nothing ignores it."""
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         """A session at ``hole`` of ``text`` (the file's current content)."""
 
     def gate(self, sentences: Sequence[str]) -> tuple[str, ...]:
@@ -171,7 +171,7 @@ class Backend(Protocol):
     def join_script(self, sentences: Sequence[str]) -> str:
         """A script as the one string the ledger records (as :meth:`ProjectTools.join_script`)."""
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    def scan(self, path: Path, text: str) -> Sequence[Hole]:
         """The holes of ``text`` (the content of ``path``), in file order."""
 
     def project_files(self, path: Path) -> list[Path] | None:

@@ -23,7 +23,8 @@ from typing import Any, Protocol
 from ..errors import PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
-from ..provers.backend import ProjectTools
+from ..provers.backend import Hole, ProjectTools
+from ..provers.base import ProofSession
 from ..scheduler.bandit import ArmStats, Bandit, goal_class
 from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
@@ -59,7 +60,7 @@ class FileState:
     #: identifier positions of ``text``, for the queue's dependents count (made once)
     mentions: Mentions | None = None
     #: the holes found when the file was scanned (the verifier needs their names)
-    holes: list[Any] | None = None
+    holes: list[Hole] | None = None
     #: goals that failed, tried again when a proof is found above them
     failed: list[GoalItem] = field(default_factory=list)
 
@@ -74,7 +75,7 @@ class FileState:
 class GoalItem:
     """One goal of a run: its hole, its file, its ledger id, its report and its budget."""
 
-    hole: Any
+    hole: Hole
     file: FileState
     goal_id: int
     report: GoalReport
@@ -89,14 +90,14 @@ class GoalItem:
 
 
 async def run_attempt(
-    tools: Any,
+    tools: ProjectTools,
     strategy: Strategy,
-    hole: Any,
+    hole: Hole,
     text: str,
     budget: Budget,
     on_cancel: Callable[[float], None] | None = None,
     *,
-    on_session: Callable[[Any], None] | None = None,
+    on_session: Callable[[ProofSession], None] | None = None,
 ) -> StrategyResult:
     """Open a session at ``hole`` with ``tools`` and run ``strategy`` in it.
 
@@ -176,7 +177,7 @@ class LocalExecutor:
         on_cancel: Callable[[float], None],
         live: LiveSlot,
     ) -> StrategyResult:
-        def opened(session: Any) -> None:
+        def opened(session: ProofSession) -> None:
             live.meter = session.cpu_seconds
 
         return await run_attempt(

@@ -41,6 +41,7 @@ from typing import Any
 
 from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
+from ..provers.backend import Hole
 from ..provers.tasks import cancel_and_wait
 from ..scheduler.governor import CpuGovernor, _tree_cpu
 from ..strategies.base import Strategy, StrategyResult
@@ -68,7 +69,7 @@ class ExecutorError(OrchError):
 class AttemptRequest:
     """Everything a worker needs for one attempt (plain, picklable data)."""
 
-    hole: Any
+    hole: Hole
     #: the file's text the goal was found in
     text: str
     strategy: str

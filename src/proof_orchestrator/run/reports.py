@@ -10,6 +10,7 @@ from typing import Any
 
 from ..config import Settings
 from ..goals import Budget, Goal, HoleUse, Outcome
+from ..provers.backend import Hole
 from ..provers.settings import CoqSettings, LeanSettings
 
 __all__ = [
@@ -78,7 +79,7 @@ class GoalReport:
     wall_seconds: float = 0.0
     message: str = ""
     #: where the goal is in its file (for patching it elsewhere, e.g. in a git worktree)
-    hole: Any = None
+    hole: Hole | None = None
     #: helper lemmas the proof needs, inserted before the declaration (the market)
     helpers: tuple[str, ...] = ()
     #: imports the proof needs, added after the file's ``Require``s (``--allow-import``)

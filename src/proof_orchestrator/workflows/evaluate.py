@@ -72,6 +72,7 @@ from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
 from ..provers.abilities import Evaluation
+from ..provers.backend import Hole
 from ..run.attempts import FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
@@ -164,7 +165,7 @@ class FillPortfolio:
         return sum(s.training_cpu_seconds() for s in self.run.strategies.values())
 
     async def prove(
-        self, path: Path, text: str, hole: Any
+        self, path: Path, text: str, hole: Hole
     ) -> tuple[StrategyResult | None, str, float, str]:
         """(the candidate or None, its strategy, the CPU seconds the pass used, an error).
 
