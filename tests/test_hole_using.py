@@ -181,7 +181,7 @@ async def _check(
             ledger,
             ledger.start_run("test", {}, ""),
             "",
-            FileReport(path, FileStatus.INTERRUPTED),
+            FileReport(path, FileStatus.PENDING),
         )
     finally:
         await verifier.aclose()
