@@ -44,11 +44,7 @@ from ..run.toolbox import Toolbox
 from ..run.writing import verify_and_write
 from ..scheduler.governor import CpuGovernor
 
-__all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]
-
-
-def script_length(sentences: Sequence[str]) -> int:
-    return len(" ".join(s.strip() for s in sentences))
+__all__ = ["GolfReport", "GolfedProof", "golf_files"]
 
 
 def _golf(path: Path) -> Golf:
@@ -150,7 +146,7 @@ async def golf_files(
             golfed: dict[str, GolfedProof] = {}
             for hole, script in proofs:
                 report.proofs += 1
-                report.chars_before += script_length(script)
+                report.chars_before += golf.script_length(script)
                 report.sentences_before += len(script)
                 best = script
                 cpu = 0.0
@@ -162,7 +158,7 @@ async def golf_files(
                 except (ProverError, PrefixError, ScriptRejected):
                     best = script
                 report.cpu_seconds += cpu
-                if script_length(best) < script_length(script):
+                if golf.script_length(best) < golf.script_length(script):
                     goal_id = ledger.upsert_goal(hole.goal)
                     goal_report = GoalReport(hole.goal, Outcome.CANDIDATE, "golf", best, hole=hole)
                     goal_report.cpu_seconds = cpu
@@ -171,7 +167,7 @@ async def golf_files(
                         path, hole.goal.name, script, best, cpu_seconds=cpu
                     )
                 else:
-                    report.chars_after += script_length(script)
+                    report.chars_after += golf.script_length(script)
                     report.sentences_after += len(script)
                     if on_proof:
                         on_proof(None)
@@ -195,7 +191,7 @@ async def golf_files(
                 proof = golfed[reopened.goal.name]
                 proof.accepted = reopened.goal.name in kept
                 final = proof.after if proof.accepted else proof.before
-                report.chars_after += script_length(final)
+                report.chars_after += golf.script_length(final)
                 report.sentences_after += len(final)
                 report.shortened.append(proof)
                 if on_proof:
@@ -208,7 +204,10 @@ async def golf_files(
                     outcome=Outcome.PROVED if proof.accepted else Outcome.REJECTED,
                     tactic=backend_for(path).join_script(proof.after),
                     cpu_seconds=proof.cpu_seconds,
-                    message=f"length {script_length(proof.before)} -> {script_length(proof.after)}",
+                    message=(
+                        f"length {golf.script_length(proof.before)}"
+                        f" -> {golf.script_length(proof.after)}"
+                    ),
                 )
     finally:
         await toolbox.aclose()
