@@ -106,10 +106,6 @@ async def _watch(
             found.put_nowait(theirs)
 
 
-#: the sources whose broken proofs are repaired (``orch repair``: Coq and Lean)
-_REPAIRED_SUFFIXES = frozenset({".v", ".lean"})
-
-
 class _Repairs:
     """Which files need detection and repair, and the text each had when last repaired."""
 
@@ -132,7 +128,7 @@ class _Repairs:
 
     def edited(self, paths: Sequence[Path]) -> None:
         """The user changed ``paths``: they and the project files that import them need a pass."""
-        changed = {p.resolve() for p in paths if p.suffix in _REPAIRED_SUFFIXES}
+        changed = {p.resolve() for p in paths if p.suffix in SOURCE_SUFFIXES}
         wanted = set(changed)
         for model in self._models(sorted(changed)):
             for file in model.files:  # in dependency order: a dependent after its imports
@@ -151,7 +147,7 @@ class _Repairs:
         blocked = [f.path for f in report.files if f.status is FileStatus.NOT_BUILT]
         needed = [f.path for model in self._models(blocked) for f in model.needed_by(blocked)]
         for path in [*refused, *needed]:
-            if path.suffix in _REPAIRED_SUFFIXES and self.tried.get(path) != _text_digest(path):
+            if path.suffix in SOURCE_SUFFIXES and self.tried.get(path) != _text_digest(path):
                 self.pending.add(path)
 
     def take(self) -> list[Path]:
