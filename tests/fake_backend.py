@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from proof_orchestrator.backends import register, unregister
+from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from proof_orchestrator.provers.backend import LineupInputs, ToolSettings
 from proof_orchestrator.provers.base import Verdict, VerificationResult
-from proof_orchestrator.strategies.base import Strategy, StrategyResult
+from proof_orchestrator.search.features import GoalSyntax
+from proof_orchestrator.strategies.base import Strategy, StrategyDefaults, StrategyResult
 
 LANGUAGE = "fake"
 _HOLE = re.compile(r"^hole (\w+) : (.*)$", re.M)
@@ -35,6 +37,10 @@ class FakeHole:
     statement_start: int
     proof_start: int
     proof_end: int
+
+    @property
+    def declaration(self) -> str:
+        return self.goal.qualified_name
 
     def replacement(self, sentences: tuple[str, ...]) -> str:
         return " ".join(sentences)
@@ -79,6 +85,9 @@ class FakeTools:
         self.verifier = RefusingVerifier()
         self.sessions: list[FakeSession] = []
 
+    def stand_in(self, path: Path, text: str) -> None:
+        return None
+
     @contextlib.asynccontextmanager
     async def _session(self) -> AsyncIterator[FakeSession]:
         session = FakeSession()
@@ -108,7 +117,7 @@ class FakeTools:
 
 
 @dataclass
-class FakeStrategy:
+class FakeStrategy(StrategyDefaults):
     """A strategy whose attempts the backend's handler plays."""
 
     name: str
@@ -135,6 +144,9 @@ class FakeBackend:
     suffixes: tuple[str, ...] = (".fake",)
     tools_made: list[FakeTools] = field(default_factory=list)
     inputs: list[LineupInputs] = field(default_factory=list)
+
+    def join_script(self, sentences: Sequence[str]) -> str:
+        return " ".join(sentences)
 
     def scan(self, path: Path, text: str) -> list[Any]:
         holes = []
@@ -164,6 +176,12 @@ class FakeBackend:
     def project_root(self, path: Path) -> Path:
         return path.parent
 
+    importable: dict[str, str] = field(default_factory=dict)
+    goal_syntax: GoalSyntax = COQ
+
+    def described_root(self, path: Path) -> None:
+        return None
+
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> FakeTools:
         tools = FakeTools()
         self.tools_made.append(tools)
@@ -176,11 +194,26 @@ class FakeBackend:
     def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
         return 0, ""
 
+    async def compile_alone(self, path: Path, *, timeout: float) -> Any:
+        raise NotImplementedError("compile_alone")
+
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         return "fake 1"
 
-    def feature(self, name: str) -> Any:
-        raise NotImplementedError(name)
+    def agent(self) -> Any:
+        raise NotImplementedError("agent")
+
+    def repair(self) -> Any:
+        raise NotImplementedError("repair")
+
+    def golf(self) -> None:
+        return None
+
+    def evaluation(self) -> None:
+        return None
+
+    def declarations(self, paths: Sequence[Path]) -> None:
+        return None
 
 
 @contextlib.contextmanager

@@ -56,7 +56,7 @@ async def _verify(
             ledger,
             run_id,
             "",
-            FileReport(path, FileStatus.INTERRUPTED),
+            FileReport(path, FileStatus.PENDING),
             strict_holes=strict_holes,
         )
     finally:

@@ -31,7 +31,7 @@ from proof_orchestrator.provers.base import TacticStatus, Verdict
 from proof_orchestrator.run.checking import verify_candidates
 from proof_orchestrator.run.pipeline import FillOptions, fill
 from proof_orchestrator.run.reports import Candidate, FileReport, FileStatus, GoalReport
-from proof_orchestrator.strategies.base import StrategyResult
+from proof_orchestrator.strategies.base import StrategyDefaults, StrategyResult
 
 B_AND_C = """\
 Lemma b : forall n : nat, n + 0 = n.
@@ -47,7 +47,7 @@ USES_B = ("intros.", "rewrite !b.", "reflexivity.")
 CLOSED = ("intros n.", "induction n; simpl; congruence.")
 
 
-class Scripts:
+class Scripts(StrategyDefaults):
     """A strategy that proposes a given script per lemma, if the session accepts it."""
 
     def __init__(self, scripts: dict[str, tuple[str, ...]], name: str = "scripts") -> None:
@@ -183,7 +183,7 @@ async def _check(
             ledger,
             ledger.start_run("test", {}, ""),
             "",
-            FileReport(path, FileStatus.INTERRUPTED),
+            FileReport(path, FileStatus.PENDING),
         )
     finally:
         await verifier.aclose()

@@ -369,3 +369,118 @@ def test_only_the_launcher_starts_processes() -> None:
         for line, what in process_starts(ast.parse(path.read_text(encoding="utf-8"), str(path)))
     ]
     assert not offenders, offenders
+
+
+#: the calls that reach an attribute by a name written as a string
+REFLECTIVE_CALLS = ("getattr", "hasattr", "setattr", "delattr")
+
+
+def class_attributes(tree: ast.AST) -> set[str]:
+    """The attribute names the classes of ``tree`` define: their methods and properties,
+    their class-level fields (annotated or assigned) and what their methods assign to
+    ``self.<name>``."""
+    names: set[str] = set()
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for item in cls.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                names.add(item.name)
+            elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                names.add(item.target.id)
+            elif isinstance(item, ast.Assign):
+                names |= {t.id for t in item.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(cls):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
+            names |= {
+                t.attr
+                for t in targets
+                if isinstance(t, ast.Attribute)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == "self"
+            }
+    return names
+
+
+def in_prover_package(path: Path) -> bool:
+    return path.relative_to(ROOT).parts[0] in PROVER_PACKAGES
+
+
+@functools.cache
+def backend_specific_names() -> frozenset[str]:
+    """The attribute names only the classes of ``coq/`` and ``lean/`` define: a name that
+    no class outside them (the seam's protocols, the engine's records) declares is one a
+    neutral room can only know about by knowing a prover (Lean's ``decl_name``, the Coq
+    builder's ``override``). Dunder names are Python's, not a backend's."""
+    prover: set[str] = set()
+    neutral: set[str] = set()
+    for path in ROOT.rglob("*.py"):
+        names = class_attributes(ast.parse(path.read_text(encoding="utf-8"), str(path)))
+        (prover if in_prover_package(path) else neutral).update(names)
+    return frozenset(n for n in prover - neutral if not n.startswith("__"))
+
+
+def reflective_uses(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """(line, call, name) for every ``getattr(x, "name", ...)``-like call in ``tree``."""
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in REFLECTIVE_CALLS
+            and len(node.args) >= 2
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+        ):
+            yield node.lineno, node.func.id, node.args[1].value
+
+
+def backend_specific_reflection(sources: dict[str, str]) -> list[str]:
+    """``module:line call("name")`` for each reflective use of a backend-specific name in
+    ``sources`` (module name -> its text)."""
+    specific = backend_specific_names()
+    return [
+        f"{module}:{line} {call}({name!r})"
+        for module, text in sorted(sources.items())
+        for line, call, name in reflective_uses(ast.parse(text))
+        if name in specific
+    ]
+
+
+def test_the_backend_specific_names_are_found() -> None:
+    """Lean's ``decl_name`` and the Coq builder's ``override`` are backend-specific; the
+    seam's own words (``goal``, ``verifier``, ``builder``) are not."""
+    specific = backend_specific_names()
+    assert {"decl_name", "override", "proof_opener"} <= specific
+    assert not {"goal", "verifier", "builder", "join_script", "name", "text"} & specific
+
+
+def test_a_reflective_use_of_a_backend_name_is_found() -> None:
+    """The rule can fail: ``getattr(hole, "decl_name", "")`` in the engine is a leak, and
+    ``hasattr(builder, "override")`` in a workflow too; ``getattr(x, "goal")`` is not."""
+    found = backend_specific_reflection(
+        {
+            "run.example": 'name = getattr(hole, "decl_name", "") or hole.goal.name\n',
+            "workflows.example": 'if hasattr(builder, "override"):\n    pass\n',
+            "run.neutral": 'goal = getattr(hole, "goal")\n',
+        }
+    )
+    assert found == [
+        "run.example:1 getattr('decl_name')",
+        "workflows.example:1 hasattr('override')",
+    ]
+
+
+def test_no_room_outside_the_provers_reaches_a_backend_name_by_reflection() -> None:
+    """Outside ``coq/`` and ``lean/``, nothing reads a backend's own attribute through
+    ``getattr``/``hasattr``: what the engine needs of a backend is in the seam's
+    protocols (:mod:`proof_orchestrator.provers.backend`), typed."""
+    sources = {
+        module.removeprefix(PACKAGE).lstrip("."): path.read_text(encoding="utf-8")
+        for module, path in package_modules().items()
+        if not in_prover_package(path)
+    }
+    assert backend_specific_reflection(sources) == []

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.lean.display import LEAN
 from proof_orchestrator.lean.holes import scan_lean_text
 from proof_orchestrator.lean.strategies.premises import (
     LeanPremiseIndexes,
@@ -19,7 +20,6 @@ from proof_orchestrator.lean.strategies.premises import (
     toolchain_sources,
 )
 from proof_orchestrator.lean.strategies.search import premise_steps
-from proof_orchestrator.search.features import LEAN
 from proof_orchestrator.search.premises import PremiseIndex
 
 TOOLCHAIN = "leanprover/lean4:v4.9.0"

@@ -77,8 +77,8 @@ async def _detect(tmp_path: Path, text: str, *names: str) -> tuple[Detection, Pa
     return await repair.find_broken(path, path.read_text(encoding="utf-8")), log
 
 
-def test_the_backend_registers_its_repair_feature() -> None:
-    assert isinstance(LeanBackend().feature("repair"), LeanRepair)
+def test_the_backend_offers_its_repair_side() -> None:
+    assert isinstance(LeanBackend().repair(), LeanRepair)
 
 
 def test_recorded_error_messages_are_classified() -> None:

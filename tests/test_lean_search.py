@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.lean.display import LEAN
 from proof_orchestrator.lean.holes import scan_lean_text
 from proof_orchestrator.lean.session import LeanSession
 from proof_orchestrator.lean.strategies.knn import LeanModels, finished_lines
@@ -23,7 +24,7 @@ from proof_orchestrator.lean.strategies.search import (
     structural_steps,
 )
 from proof_orchestrator.search.bestfirst import SearchEnd, best_first
-from proof_orchestrator.search.features import LEAN, TacticModel, features
+from proof_orchestrator.search.features import TacticModel, features
 from proof_orchestrator.search.proofstate import Hypothesis, hypotheses
 
 from .test_lean_repl import recorded_pairs

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.learning import Learning, loaded_libraries
 from proof_orchestrator.coq.prover import CoqProver
@@ -252,10 +253,11 @@ def test_found_proofs_are_seen_below_them_and_in_importing_files(tmp_path: Path)
 
 def test_the_corpus_ranks_notations_too() -> None:
     corpus = Corpus(
+        COQ,
         [
             ProofExample("fsetUC", "Lemma fsetUC s1 s2 : s1 :|: s2 = s2 :|: s1.", ("by [].",)),
             ProofExample("fsetIC", "Lemma fsetIC s1 s2 : s1 :&: s2 = s2 :&: s1.", ("by [].",)),
-        ]
+        ],
     )
     best = corpus.nearest("Lemma goal s1 s2 : s1 :&: s2 = s2 :&: s1.", 1)
     assert [e.name for _, e in best] == ["fsetIC"]

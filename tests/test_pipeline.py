@@ -18,7 +18,7 @@ from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.run.pipeline import LEDGER_REPLAY, FileStatus, FillOptions, fill
-from proof_orchestrator.strategies.base import StrategyResult
+from proof_orchestrator.strategies.base import StrategyDefaults, StrategyResult
 
 from .conftest import coqc_ok
 
@@ -40,7 +40,7 @@ Admitted.
 """
 
 
-class FixedScript:
+class FixedScript(StrategyDefaults):
     """A strategy that proposes one given script, if the session accepts it."""
 
     def __init__(self, *sentences: str) -> None:
@@ -60,7 +60,7 @@ class FixedScript:
         return StrategyResult(Outcome.FAILED, (), len(self.sentences), message=result.message)
 
 
-class ScriptByName:
+class ScriptByName(StrategyDefaults):
     """A strategy that proposes a given script per lemma name, if the session accepts it."""
 
     name = "by-name"

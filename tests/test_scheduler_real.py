@@ -20,13 +20,13 @@ from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.base import TacticStatus
 from proof_orchestrator.run.pipeline import FillOptions, fill
 from proof_orchestrator.scheduler.governor import CpuGovernor
-from proof_orchestrator.strategies.base import StrategyResult
+from proof_orchestrator.strategies.base import StrategyDefaults, StrategyResult
 
 from .conftest import coqc_ok
 from .test_cli import wait_for_attempts
 
 
-class Slow:
+class Slow(StrategyDefaults):
     """Runs a tactic that takes far longer than the test; remembers its coqtop."""
 
     name = "slow"
@@ -46,7 +46,7 @@ class Slow:
         return StrategyResult(Outcome.FAILED)
 
 
-class Fast:
+class Fast(StrategyDefaults):
     """Waits a moment (so that the slow one is surely running), then proves the goal."""
 
     name = "fast"

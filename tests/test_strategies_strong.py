@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from proof_orchestrator.config import Settings
+from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.coq.holes import qed_proofs, scan_coq_text
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.script import check_script
@@ -223,7 +224,7 @@ def test_cached_replay_tries_the_nearest_proved_statements_first() -> None:
         ("Lemma two_steps : True.", ("split.", "exact I.")),  # not one sentence: not replayed
     ]
     near = nearest_first(
-        "Lemma nil_app_r : forall m : list bool, m ++ nil = m.", proved, ["lia.", "auto."]
+        "Lemma nil_app_r : forall m : list bool, m ++ nil = m.", proved, ["lia.", "auto."], COQ
     )
     assert near[0] == "induction l; simpl; congruence."
     assert near.count("auto.") == 1

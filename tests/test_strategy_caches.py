@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
+from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.coq.holes import CoqHole, qed_proofs
 from proof_orchestrator.coq.learning import module_source
 from proof_orchestrator.coq.prover import CoqProver
@@ -104,8 +105,8 @@ def _rank_bm25(premises: list[Premise], goal: str, k: int) -> tuple[list[str], l
     """Ranking as rank-bm25 alone does it over the whole corpus (the reference)."""
     unique = {p.name: p for p in premises}
     ordered = list(unique.values())
-    bm25 = BM25Okapi([tokens(p.name) * 2 + tokens(p.statement) for p in ordered])
-    scores = bm25.get_scores(tokens(goal))
+    bm25 = BM25Okapi([tokens(p.name, COQ) * 2 + tokens(p.statement, COQ) for p in ordered])
+    scores = bm25.get_scores(tokens(goal, COQ))
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     return [ordered[i].name for i in order][:k], list(scores)
 

@@ -130,7 +130,10 @@ def render() -> str:
         else:
             out.append("- flag: none (environment or file only)")
         if f.name == "allow_import":
-            out.append(f"- known imports: {', '.join(f'`{n}`' for n in config.IMPORTABLE)}")
+            from proof_orchestrator.backends import backends
+
+            known = sorted({n for b in backends() for n in b.importable})
+            out.append(f"- known imports (the backends'): {', '.join(f'`{n}`' for n in known)}")
         out.append("")
     return "\n".join(out)
 

@@ -22,7 +22,6 @@ from typing import Any
 from .errors import OrchError
 
 __all__ = [
-    "IMPORTABLE",
     "ConfigError",
     "ProjectFile",
     "Settings",
@@ -34,9 +33,6 @@ __all__ = [
     "resolve_fields",
     "setting",
 ]
-
-#: what ``allow_import`` may name (the sentences are in ``coq.backend.ALLOWED_IMPORTS``)
-IMPORTABLE = ("hammer-tactics", "lia")
 
 
 class ConfigError(OrchError):
@@ -143,12 +139,6 @@ class Settings:
         for name in ("budget", "budget_cap", "tactic_timeout"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        unknown = self.allowed_imports - set(IMPORTABLE)
-        if unknown:
-            raise ConfigError(
-                f"allow_import: unknown import(s) {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(IMPORTABLE)}"
-            )
         if self.llm_budget_usd < 0:
             raise ConfigError(f"llm_budget_usd must be >= 0, got {self.llm_budget_usd}")
         if self.budget_cap < self.budget:

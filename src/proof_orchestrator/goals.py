@@ -13,9 +13,11 @@ __all__ = [
     "BreakKind",
     "Budget",
     "Goal",
+    "GoalStatus",
     "HoleKind",
     "HoleUse",
     "Outcome",
+    "RunStatus",
     "fingerprint_of",
 ]
 
@@ -41,6 +43,38 @@ class Outcome(enum.StrEnum):
     INSPECTED = "inspected"
     #: the strategy cannot run on this goal (its reason in the message); not an attempt
     SKIPPED = "skipped"
+
+
+class GoalStatus(enum.StrEnum):
+    """Where a goal of the ledger stands."""
+
+    #: a hole that no written proof fills yet
+    OPEN = "open"
+    #: a verified proof fills it
+    PROVED = "proved"
+    #: the last pass over it found no proof
+    FAILED = "failed"
+    #: its candidates failed the whole-file check or the axiom audit
+    REJECTED = "rejected"
+    #: the prover broke on it, its retry too
+    ERROR = "error"
+    #: a finished proof that no longer checks (``orch repair``, the MCP ``broken`` tools)
+    BROKEN = "broken"
+    #: a broken proof whose verified repair was written
+    REPAIRED = "repaired"
+
+
+class RunStatus(enum.StrEnum):
+    """How a run of the ledger ended."""
+
+    #: still going (or its process died without saying)
+    RUNNING = "running"
+    #: it went through its work
+    FINISHED = "finished"
+    #: Ctrl-C, SIGTERM or a cancellation stopped it
+    INTERRUPTED = "interrupted"
+    #: a broken part (ledger unreachable, disk full) stopped it
+    FAILED = "failed"
 
 
 class HoleKind(enum.StrEnum):

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ..backends import backend_for
 from ..errors import ScriptRejected
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome
 from ..ledger import Ledger
 from ..project.locks import file_lock
 from ..run.pipeline import collect_files
@@ -24,7 +24,7 @@ from ..run.repairing import verify_and_write_repairs
 from ..run.reports import Candidate, FileReport, FileStatus, GoalReport
 from ..run.toolbox import Toolbox
 from ..scheduler.governor import CpuGovernor
-from .results import BrokenInfo, SubmitResult
+from .results import BrokenInfo, SubmitResult, SubmitStatus
 
 __all__ = ["Located", "broken_proofs", "submit_repair"]
 
@@ -78,7 +78,7 @@ async def _detect(service: _Service, path: Path) -> tuple[str, Any]:
         ok, output = await tools.verifier.compiles(path, candidate)
         return bool(ok), str(output)
 
-    repair = backend_for(path).feature("repair")
+    repair = backend_for(path).repair()
     return text, await repair.find_broken(path, text, compile_text)
 
 
@@ -92,7 +92,7 @@ async def broken_proofs(service: _Service, path: str | None = None) -> list[Brok
         for broken in detection.broken:
             goal = broken.hole.goal
             goal_id = service.ledger.upsert_goal(goal)
-            service.ledger.set_goal_status(goal_id, "broken")
+            service.ledger.set_goal_status(goal_id, GoalStatus.BROKEN)
             found.append(
                 BrokenInfo(
                     goal_id,
@@ -103,7 +103,7 @@ async def broken_proofs(service: _Service, path: str | None = None) -> list[Brok
                     broken.kind.value,
                     broken.failing,
                     broken.error,
-                    " ".join(broken.script),
+                    backend_for(file).join_script(broken.script),
                 )
             )
     return found
@@ -114,24 +114,26 @@ async def submit_repair(service: _Service, hole_id: int, script: str, client: st
     admitted, written into the file as it is (:mod:`..run.repairing`)."""
     row = service.ledger.goal_row(hole_id)
     if row is None:
-        return SubmitResult("rejected", f"no hole has id {hole_id}")
+        return SubmitResult(SubmitStatus.REJECTED, f"no hole has id {hole_id}")
     path = service.resolve(row.file)
     async with file_lock(path):
         text, detection = await _detect(service, path)
         broken = next((b for b in detection.broken if b.hole.goal.name == row.name), None)
         if broken is None:
-            return SubmitResult("rejected", f"{row.name} is no longer broken; nothing to do")
+            return SubmitResult(
+                SubmitStatus.REJECTED, f"{row.name} is no longer broken; nothing to do"
+            )
         located = Located(path, detection.standin, broken.hole, hole_id)
         try:
             sentences = service._sentences(located, script)
         except ScriptRejected as exc:
             service._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
-            return SubmitResult("rejected", f"gate: {exc}")
+            return SubmitResult(SubmitStatus.REJECTED, f"gate: {exc}")
         tools = service.tools.for_path(path)
         goal_report = GoalReport(
             broken.hole.goal, Outcome.CANDIDATE, f"mcp:{client}", sentences, hole=broken.hole
         )
-        file_report = FileReport(path, FileStatus.INTERRUPTED)
+        file_report = FileReport(path, FileStatus.PENDING)
         candidate = Candidate.of(broken.hole, goal_report, hole_id)
         async with service.governor.slot():
             done = await verify_and_write_repairs(
@@ -146,7 +148,7 @@ async def submit_repair(service: _Service, hole_id: int, script: str, client: st
             )
         if not done.accepted:
             reason = file_report.message or goal_report.message
-            return SubmitResult("rejected", reason, script=list(sentences))
+            return SubmitResult(SubmitStatus.REJECTED, reason, script=list(sentences))
         service._record(located, client, Outcome.PROVED, sentences, message="repaired")
         written = service._relative(path) if done.written else ""
-        return SubmitResult("verified", "", written, "", list(sentences))
+        return SubmitResult(SubmitStatus.VERIFIED, "", written, "", list(sentences))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,8 +15,10 @@ __all__ = [
     "ProvedNeighbour",
     "RunResult",
     "SubmitResult",
+    "SubmitStatus",
     "TicketInfo",
     "TryResult",
+    "TryStatus",
     "ticket_info",
 ]
 
@@ -82,10 +85,35 @@ class GoalInfo:
     earlier_errors: list[EarlierError] = field(default_factory=list)
 
 
+class TryStatus(enum.StrEnum):
+    """How ``try_tactics`` ended (the words an agent reads)."""
+
+    #: no goal is left
+    COMPLETE = "complete"
+    #: goals remain
+    GOALS = "goals"
+    #: the prover refused a sentence
+    ERROR = "error"
+    #: a sentence or the CPU budget ran out of time
+    TIMEOUT = "timeout"
+    #: the script gate refused the script before the prover saw it
+    REJECTED = "rejected"
+
+
+class SubmitStatus(enum.StrEnum):
+    """How ``submit_proof``, ``run_strategies`` and the helper and repair tools ended."""
+
+    #: the whole file checked with the proof and its audit passed
+    VERIFIED = "verified"
+    #: the gate, the whole-file check or the audit refused it
+    REJECTED = "rejected"
+    #: ``run_strategies`` only: no strategy found a proof
+    FAILED = "failed"
+
+
 @dataclass
 class TryResult:
-    #: complete (no goals left) / goals (goals remain) / error / timeout / rejected (by the gate)
-    status: str
+    status: TryStatus
     goals: list[str] = field(default_factory=list)
     error: str = ""
     #: the sentence the prover refused (empty unless status is error or timeout)
@@ -96,7 +124,7 @@ class TryResult:
 @dataclass
 class SubmitResult:
     #: verified or rejected
-    status: str
+    status: SubmitStatus
     reason: str = ""
     #: the file written (empty when rejected, or with --git)
     written: str = ""
@@ -108,7 +136,7 @@ class SubmitResult:
 @dataclass
 class RunResult:
     #: verified / rejected / failed (no strategy found a proof)
-    status: str
+    status: SubmitStatus
     strategy: str = ""
     script: list[str] = field(default_factory=list)
     reason: str = ""

@@ -11,7 +11,6 @@ per file serialises submissions, across processes too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import random
@@ -28,7 +27,7 @@ from ..errors import (
     ProverError,
     ScriptRejected,
 )
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome, RunStatus
 from ..ledger import Ledger
 from ..ledger.leases import Leases
 from ..project.locks import file_lock
@@ -53,8 +52,10 @@ from .results import (
     ProvedNeighbour,
     RunResult,
     SubmitResult,
+    SubmitStatus,
     TicketInfo,
     TryResult,
+    TryStatus,
     ticket_info,
 )
 
@@ -97,17 +98,20 @@ class AgentService:
         self._strategies = list(strategies) if strategies is not None else None
         self._runner: AttemptRunner | None = None
         self._run_id: int | None = None
-        self._sampler: asyncio.Task[None] | None = None
         #: the claims of the agents, renewed while each agent is active
         self.leases = Leases(ledger, lease_seconds)
         #: per client, when it last called a tool (monotonic seconds)
         self._seen: dict[str, float] = {}
+        #: owns what runs while the service is open (the governor's ticks, the leases)
+        self._open: contextlib.AsyncExitStack | None = None
 
     # -- lifetime ------------------------------------------------------------------
 
     async def __aenter__(self) -> AgentService:
-        self._sampler = asyncio.create_task(self.governor.run(), name="cpu-governor")
-        await self.leases.__aenter__()
+        async with contextlib.AsyncExitStack() as stack:
+            await stack.enter_async_context(self.governor.running())
+            await stack.enter_async_context(self.leases)
+            self._open = stack.pop_all()
         self._run_id = self.ledger.start_run("mcp", {"root": str(self.root)}, "")
         return self
 
@@ -115,15 +119,12 @@ class AgentService:
         await self.aclose()
 
     async def aclose(self) -> None:
-        if self._sampler is not None:
-            self._sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sampler
-            self._sampler = None
-        await self.leases.aclose()
+        opened, self._open = self._open, None
+        if opened is not None:
+            await opened.aclose()  # the governor stops ticking, the leases are let go
         await self.tools.aclose()
         if self._run_id is not None:
-            self.ledger.finish_run(self._run_id, "finished", {})
+            self.ledger.finish_run(self._run_id, RunStatus.FINISHED, {})
             self._run_id = None
 
     @property
@@ -154,7 +155,7 @@ class AgentService:
                 goal = hole.goal
                 goal_id = self.ledger.upsert_goal(goal)
                 row = self.ledger.goal_row(goal_id)
-                state = row.status if row is not None else "open"
+                state = row.status if row is not None else GoalStatus.OPEN
                 if status is not None and state != status:
                     continue
                 found.append(
@@ -214,7 +215,9 @@ class AgentService:
             fingerprint=located.hole.goal.fingerprint,
             strategy=f"mcp:{client}"[:64],
             outcome=outcome,
-            tactic=script if isinstance(script, str) else " ".join(script),
+            tactic=(
+                script if isinstance(script, str) else backend_for(located.path).join_script(script)
+            ),
             tactics_tried=tried,
             budget_seconds=budget,
             cpu_seconds=cpu,
@@ -229,7 +232,7 @@ class AgentService:
         tools = self.tools.for_hole(located.hole)
         errors = self.ledger.attempt_errors(located.hole.goal.fingerprint)
         started = time.monotonic()
-        side = backend_for(located.path).feature("agent")
+        side = backend_for(located.path).agent()
         async with self.governor.slot(), tools.open_session(located.hole, located.text) as session:
             display, found, near = await side.describe(
                 session, located.hole.goal, self.ledger.proved_statements(), errors
@@ -267,10 +270,10 @@ class AgentService:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=str(exc))
-            return TryResult("rejected", error=str(exc))
+            return TryResult(TryStatus.REJECTED, error=str(exc))
         tools = self.tools.for_hole(located.hole)
         timeout = max(1.0, min(cpu_s, 10.0))
-        result = TryResult("complete")
+        result = TryResult(TryStatus.COMPLETE)
         try:
             async with (
                 self.governor.slot(),
@@ -280,17 +283,25 @@ class AgentService:
                 for sentence in sentences:
                     if session.cpu_seconds() >= cpu_s:
                         result = TryResult(
-                            "timeout", error="the CPU budget ran out", failing_sentence=sentence
+                            TryStatus.TIMEOUT,
+                            error="the CPU budget ran out",
+                            failing_sentence=sentence,
                         )
                         break
                     step = await session.run_tactic(sentence, state, timeout=timeout)
                     if not step.ok:
-                        kind = "timeout" if step.status is TacticStatus.TIMEOUT else "error"
+                        kind = (
+                            TryStatus.TIMEOUT
+                            if step.status is TacticStatus.TIMEOUT
+                            else TryStatus.ERROR
+                        )
                         result = TryResult(kind, list(result.goals), step.message.strip(), sentence)
                         break
                     state = step.state
                     result = TryResult(
-                        "complete" if step.status is TacticStatus.COMPLETE else "goals",
+                        TryStatus.COMPLETE
+                        if step.status is TacticStatus.COMPLETE
+                        else TryStatus.GOALS,
                         list(step.goals),
                     )
                 result.cpu_seconds = session.cpu_seconds()
@@ -298,14 +309,14 @@ class AgentService:
             self._record(located, client, Outcome.ERROR, sentences, message=str(exc))
             raise AgentError(f"the prover failed on hole {hole_id}: {exc}") from exc
         outcome = {
-            "complete": Outcome.CANDIDATE,
-            "timeout": Outcome.TIMEOUT,
+            TryStatus.COMPLETE: Outcome.CANDIDATE,
+            TryStatus.TIMEOUT: Outcome.TIMEOUT,
         }.get(result.status, Outcome.FAILED)
         message = (
             f"{result.failing_sentence} -> {result.error}"
             if result.failing_sentence
             else f"{len(result.goals)} goal(s) remain"
-            if result.status == "goals"
+            if result.status is TryStatus.GOALS
             else ""
         )
         self._record(
@@ -330,14 +341,14 @@ class AgentService:
 
     async def submit_proof(self, hole_id: int, script: str, client: str) -> SubmitResult:
         row = self.ledger.goal_row(hole_id)
-        if row is not None and row.status == "broken":
+        if row is not None and row.status == GoalStatus.BROKEN:
             return await submit_repair(self, hole_id, script, client)
         located = self._locate(hole_id)
         try:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
-            return SubmitResult("rejected", f"gate: {exc}")
+            return SubmitResult(SubmitStatus.REJECTED, f"gate: {exc}")
         return await self._verify_and_write(located, sentences, f"mcp:{client}", client)
 
     async def _verify_and_write(
@@ -358,12 +369,12 @@ class AgentService:
                 located = self._locate(located.goal_id)
             except AgentError as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
-                return SubmitResult("rejected", str(exc), script=list(sentences))
+                return SubmitResult(SubmitStatus.REJECTED, str(exc), script=list(sentences))
             tools = self.tools.for_hole(located.hole)
             goal_report = GoalReport(
                 located.hole.goal, Outcome.CANDIDATE, strategy, sentences, hole=located.hole
             )
-            file_report = FileReport(located.path, FileStatus.INTERRUPTED)
+            file_report = FileReport(located.path, FileStatus.PENDING)
             candidate = Candidate.of(located.hole, goal_report, located.goal_id)
             try:
                 async with self.governor.slot():
@@ -388,16 +399,18 @@ class AgentService:
                 )
             except OrchError as exc:
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(exc))
-                return SubmitResult("rejected", str(exc), script=list(sentences))
+                return SubmitResult(SubmitStatus.REJECTED, str(exc), script=list(sentences))
             wall = time.monotonic() - started
             if not done.accepted:
                 # verify_and_write recorded the rejection with the verifier's reason
-                return SubmitResult("rejected", goal_report.message, script=list(sentences))
+                return SubmitResult(
+                    SubmitStatus.REJECTED, goal_report.message, script=list(sentences)
+                )
             if done.error is not None:
                 # verified and in the ledger, but the file changed (or the disk failed):
                 # not written; the next run writes it
                 self._record(located, client, Outcome.REJECTED, sentences, message=str(done.error))
-                return SubmitResult("rejected", str(done.error), script=list(sentences))
+                return SubmitResult(SubmitStatus.REJECTED, str(done.error), script=list(sentences))
             written = self._relative(located.path) if done.written else ""
             self._record(
                 located,
@@ -408,7 +421,7 @@ class AgentService:
                 wall=wall,
                 message=f"written to {written}" if written else f"branch {branch}",
             )
-            return SubmitResult("verified", "", written, branch, list(sentences))
+            return SubmitResult(SubmitStatus.VERIFIED, "", written, branch, list(sentences))
 
     def _branch(self, located: Located, sentences: tuple[str, ...], strategy: str) -> str:
         if self.git is None:  # pragma: no cover - the caller checked
@@ -457,7 +470,7 @@ class AgentService:
         tools = self.tools.for_hole(located.hole)
         runner = self.runner()
         state = FileState(
-            located.path, located.text, tools, FileReport(located.path, FileStatus.INTERRUPTED), 1
+            located.path, located.text, tools, FileReport(located.path, FileStatus.PENDING), 1
         )
         report = GoalReport(located.hole.goal, Outcome.FAILED, hole=located.hole)
         item = GoalItem(located.hole, state, located.goal_id, report, cpu_s)
@@ -466,14 +479,19 @@ class AgentService:
         outcomes = {name: r.outcome.value for name, r in outcome.results.items()}
         if outcome.winner is None:
             return RunResult(
-                "failed", outcomes=outcomes, cpu_seconds=spent, reason="no strategy found a proof"
+                SubmitStatus.FAILED,
+                outcomes=outcomes,
+                cpu_seconds=spent,
+                reason="no strategy found a proof",
             )
         found = outcome.results[outcome.winner]
         try:
             sentences = tuple(tools.gate(found.sentences))
         except ScriptRejected as exc:
             runner.record(item, outcome.winner, Outcome.REJECTED, found, str(exc))
-            return RunResult("rejected", outcome.winner, list(found.sentences), str(exc), outcomes)
+            return RunResult(
+                SubmitStatus.REJECTED, outcome.winner, list(found.sentences), str(exc), outcomes
+            )
         submitted = await self._verify_and_write(
             located, sentences, outcome.winner, client, cpu=spent
         )
@@ -529,10 +547,10 @@ class AgentService:
             sentences = self._sentences(located, script)
         except ScriptRejected as exc:
             self._record(located, client, Outcome.REJECTED, script, message=f"gate: {exc}")
-            return SubmitResult("rejected", f"gate: {exc}")
+            return SubmitResult(SubmitStatus.REJECTED, f"gate: {exc}")
         hole = located.hole
         tools = self.tools.for_hole(hole)
-        side = backend_for(located.path).feature("agent")
+        side = backend_for(located.path).agent()
         started = time.monotonic()
         async with self.governor.slot():
             ok, reason, cpu = await side.check_helper(
@@ -553,7 +571,7 @@ class AgentService:
                 wall=time.monotonic() - started,
                 message=f"ticket {ticket_id}: {reason}",
             )
-            return SubmitResult("rejected", reason, script=list(sentences))
+            return SubmitResult(SubmitStatus.REJECTED, reason, script=list(sentences))
         if not self.leases.complete(ticket_id, worker, sentences):
             raise AgentError(f"ticket {ticket_id} was taken back before it was completed")
         self._record(
@@ -565,4 +583,6 @@ class AgentService:
             wall=time.monotonic() - started,
             message=f"ticket {ticket_id} completed",
         )
-        return SubmitResult("verified", f"ticket {ticket_id} completed", script=list(sentences))
+        return SubmitResult(
+            SubmitStatus.VERIFIED, f"ticket {ticket_id} completed", script=list(sentences)
+        )

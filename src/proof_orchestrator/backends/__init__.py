@@ -7,14 +7,15 @@ and talks to the :class:`~..provers.backend.Backend` it gets.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
+from ..config import ConfigError
 from ..coq.backend import CoqBackend
 from ..errors import SourceSyntaxError, UnreadableSource
 from ..lean.backend import LeanBackend
 from ..project.source import line_and_column, read_source
-from ..provers.backend import Backend
+from ..provers.backend import Backend, Hole
 from ..provers.build import ProjectBuilder
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "backend_for",
     "backend_named",
     "backends",
+    "check_imports",
     "language_of",
     "load_source",
     "project_builders",
@@ -77,11 +79,29 @@ def backend_named(language: str) -> Backend:
         raise ValueError(f"no backend for the language {language!r}") from None
 
 
+def check_imports(names: Iterable[str]) -> None:
+    """:class:`ConfigError` unless every backend-side import in ``names`` (``allow_import``)
+    is one that some backend knows."""
+    known = sorted({name for b in backends() for name in b.importable})
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise ConfigError(
+            f"allow_import: unknown import(s) {', '.join(unknown)}; known: {', '.join(known)}"
+        )
+
+
 def project_root(anchor: Path) -> Path:
     """The root of the project ``anchor`` (a file or a folder) belongs to, where its
-    settings and ledger live: the first backend's rule (Coq's: the nearest
-    ``_CoqProject``'s folder, else the folder itself)."""
-    return backends()[0].project_root(anchor)
+    settings and ledger live. A source file: its own language's rule. Anything else:
+    the nearest project description any language finds above it (a ``_CoqProject``,
+    a ``lakefile``), else the folder itself."""
+    if anchor.suffix in SOURCE_SUFFIXES and not anchor.is_dir():
+        return backend_for(anchor).project_root(anchor)
+    found = [root for b in backends() if (root := b.described_root(anchor)) is not None]
+    if found:
+        return max(found, key=lambda root: len(root.resolve().parts))
+    start = anchor.resolve()
+    return start if start.is_dir() else start.parent
 
 
 def project_builders(anchor: Path, command: str = "") -> list[ProjectBuilder]:
@@ -93,12 +113,12 @@ def project_builders(anchor: Path, command: str = "") -> list[ProjectBuilder]:
     return [b for b in (x.builder(anchor, command) for x in backends()) if b is not None]
 
 
-def scan_text(path: Path, text: str) -> list[Any]:
+def scan_text(path: Path, text: str) -> list[Hole]:
     """The holes of ``text`` (the content of ``path``), in file order."""
-    return backend_for(path).scan(path, text)
+    return list(backend_for(path).scan(path, text))
 
 
-def load_source(path: Path) -> tuple[str, list[Any]]:
+def load_source(path: Path) -> tuple[str, list[Hole]]:
     """The text of ``path`` and its holes; :class:`UnreadableSource` names the file and place."""
     text = read_source(path)
     try:

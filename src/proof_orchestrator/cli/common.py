@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import typer
 from rich.console import Console
 
-from ..backends import project_root
+from ..backends import check_imports, project_root
 from ..config import ConfigError, Settings, load_settings
 from ..errors import LedgerError, OrchError, PathNotFound, ProverNotFound
 from ..ledger import Ledger, default_ledger_url
@@ -106,6 +106,7 @@ def load_command_settings(anchor: Path, flags: Mapping[str, object]) -> Settings
     """
     try:
         settings, _ = load_settings(project_root(anchor), flags)
+        check_imports(settings.allowed_imports)
     except ConfigError as exc:
         raise fail(str(exc), EXIT_BAD_INPUT) from exc
     MEMORY_LIMIT.set(settings.prover_memory_mb * 1024**2)

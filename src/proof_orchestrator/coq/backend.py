@@ -11,10 +11,14 @@ from typing import Any
 
 from ..errors import OrchError
 from ..project.statedir import ScratchFolder
-from ..provers.backend import LineupInputs, ToolSettings
+from ..provers.abilities import AgentSide, Evaluation, Golf, Repair
+from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
+from ..provers.base import ProofSession
+from ..provers.process import run_command
 from ..strategies.base import Strategy
 from . import holes
 from .build import CoqBuilder
+from .display import COQ
 from .project import (
     CoqProject,
     load_coqproject,
@@ -97,13 +101,16 @@ class CoqTools:
             return self.prover
         return self._prover(self.builder.flags_for(path))
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def stand_in(self, path: Path, text: str) -> None:
+        self.builder.override(path, text)
+
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         if not isinstance(hole, holes.CoqHole):
             raise TypeError("a Coq project got a hole of another language")
         return self._session(hole, text)
 
     @contextlib.asynccontextmanager
-    async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[Any]:
+    async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[ProofSession]:
         async with contextlib.AsyncExitStack() as stack:
             async with self.builder.loading():  # no rebuild replaces the .vo files it loads
                 prover = self.prover_for(hole.goal.file)
@@ -156,8 +163,12 @@ class CoqBackend:
 
     language = "coq"
     suffixes: tuple[str, ...] = (".v",)
+    importable = ALLOWED_IMPORTS
+    goal_syntax = COQ
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    join_script = staticmethod(CoqTools.join_script)
+
+    def scan(self, path: Path, text: str) -> list[holes.CoqHole]:
         return list(holes.scan_coq_text(path, text))
 
     def project_files(self, path: Path) -> list[Path] | None:
@@ -171,6 +182,10 @@ class CoqBackend:
 
     def project_root(self, path: Path) -> Path:
         return project_for(path).root
+
+    def described_root(self, path: Path) -> Path | None:
+        project = project_for(path)
+        return project.root if project.coqproject is not None else None
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> CoqTools:
         return CoqTools(project_for(path), settings, throttle)
@@ -240,6 +255,12 @@ class CoqBackend:
             return requires[-1].end, "".join(f"\n{i}" for i in wanted)
         return 0, "".join(f"{i}\n" for i in wanted)
 
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """``coqc`` with the flags of ``path``'s project, in the file's folder."""
+        flags = project_for(path).flags
+        run = await run_command(["coqc", *flags, str(path)], cwd=str(path.parent), timeout=timeout)
+        return CompiledFile(run.returncode == 0, run.cpu_seconds, run.output)
+
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         probe = CoqProver(settings=settings.coq)
         try:
@@ -247,21 +268,31 @@ class CoqBackend:
         finally:
             await probe.aclose()
 
-    def feature(self, name: str) -> Any:
-        if name == "evaluation":
-            from .evaluation import CoqEvaluation
+    @staticmethod
+    def agent() -> AgentSide:
+        from .agent import CoqAgentSide
 
-            return CoqEvaluation
-        if name == "golf":
-            from .golf import CoqGolf
+        return CoqAgentSide()
 
-            return CoqGolf()
-        if name == "repair":
-            from .repair import CoqRepair
+    @staticmethod
+    def repair() -> Repair:
+        from .repair import CoqRepair
 
-            return CoqRepair()
-        if name == "agent":
-            from .agent import CoqAgentSide
+        return CoqRepair()
 
-            return CoqAgentSide()
-        raise OrchError(f"Coq has no {name!r} feature")
+    @staticmethod
+    def golf() -> Golf:
+        from .golf import CoqGolf
+
+        return CoqGolf()
+
+    @staticmethod
+    def evaluation() -> Evaluation:
+        from .evaluation import CoqEvaluation
+
+        return CoqEvaluation()
+
+    @staticmethod
+    def declarations(paths: Sequence[Path]) -> None:
+        """Coq files are not read for a blueprint."""
+        return None

@@ -2,12 +2,34 @@
 
 :mod:`proof_orchestrator.workflows.evaluate` runs the evaluation (the arms,
 their order, the portfolio through the engine, the summary); what is Coq's
-is here: the ``Qed`` proofs of a file, CoqHammer loaded in front of it
-(or, where that breaks the file, just before the goal's statement),
-``Timeout B hammer.`` as users run it, the standard tactic list (with Lia
-loaded in front instead of CoqHammer), and the check
+is here: the ``Qed`` proofs of a file are the goals, the peers, and the check
 of an arm's candidate in the goal's own session (the gate, ``Qed``, then the
-audit of :mod:`.audit`, position-faithful).
+audit of :mod:`.audit`, position-faithful: the trust base is the axioms of the
+``Qed`` proofs *before* the goal, :class:`~.audit.TrustBase`).
+
+CoqHammer is loaded in front of every file (``From Hammer Require Import
+Hammer``), so that ``hammer`` can run; the files to evaluate must not be among
+the ~200 library modules it loads, or their lemmas would be in scope
+(:meth:`CoqEvaluation.clashes`). Where CoqHammer in front breaks a file
+(``ssrbool`` breaks MSetWeakList.v), the ``hammer`` arms load it just before
+the statement, as fill's side sessions do, and say so in their note. The
+portfolio works in the file as ``orch fill`` does, without CoqHammer in front.
+
+The peers (``--baseline``):
+
+* ``hammer``: CoqHammer as its users run it, ``Timeout B hammer.`` with
+  CoqHammer's defaults (``Set Hammer GSMode 2`` on two cores, as its
+  documentation advises), B the budget. Its CPU time is measured like every
+  arm's, its ATPs included; it is not cut at the CPU budget (Coq's
+  ``Timeout`` is wall-clock, as for a user);
+* ``hammer-capped``: ``hammer`` as the portfolio runs it, ATP limit half the
+  budget, reconstruction limit a quarter, killed when coqtop and its ATPs
+  together reach the budget;
+* ``tactics``: a standard tactic list (``auto``, ``intuition``, ``lia``,
+  ``congruence``, ``firstorder``, ``intros; subst; auto``, ``simpl; auto``),
+  each under its own timeout (``tactic_seconds``), the whole list tried
+  whatever the budget, with Lia loaded in front of the file instead of
+  CoqHammer.
 """
 
 from __future__ import annotations

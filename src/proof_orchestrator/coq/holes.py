@@ -90,6 +90,11 @@ class CoqHole:
     #: leading whitespace of the statement's first line
     indent: str
 
+    @property
+    def declaration(self) -> str:
+        """The hole's name in its file's proof records: its qualified name."""
+        return self.goal.qualified_name
+
     def replacement(self, sentences: Sequence[str]) -> str:
         """The text that replaces the proof span: the opener, the script, ``Qed.``."""
         body = format_script(sentences, self.indent + "  ")

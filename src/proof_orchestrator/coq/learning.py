@@ -41,6 +41,7 @@ from typing import Protocol
 
 from ..errors import OrchError, SourceSyntaxError
 from ..learn import FOUND, MINING, Corpus, MiningStats, ProofCache, ProofExample, file_digest
+from .display import COQ
 from .holes import iter_proofs
 from .project import coq_library_roots, flag_roots, under_prefix
 from .session import CoqSession
@@ -223,10 +224,11 @@ class Learning:
             library = await self._library(modules, prover.flags, cwd)
         imported = [s for m in modules if (s := module_source(m, prover.flags, cwd)) is not None]
         local = Corpus(
+            COQ,
             [
                 *prefix_examples(session.prefix[:-1]),
                 *FOUND.visible(goal.file, goal.line, imported),
-            ]
+            ],
         )
         visible = Visible(library, local, modules)
         self._visible[key] = visible
@@ -252,7 +254,7 @@ class Learning:
             )
         self.stats.without_source += sum(1 for _, s in sources if s is None)
         examples = (e for m, s in sources if s is not None for e in self._modules[(m, str(s))])
-        corpus = await asyncio.to_thread(Corpus, examples)
+        corpus = await asyncio.to_thread(Corpus, COQ, examples)
         self.stats.cpu_seconds += time.process_time() - started
         self.stats.examples = max(self.stats.examples, len(corpus))
         self._libraries[key] = corpus

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..provers.base import ProofState, TacticResult
-from ..search.features import COQ, GoalSyntax
+from ..search.features import GoalSyntax
 from ..search.proofstate import Hypothesis, hypotheses
+from .display import COQ
 from .session import CoqSession
 
 __all__ = ["CoqStates"]

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from ..errors import OrchError
-from ..provers.backend import LineupInputs, ToolSettings
+from ..provers.abilities import AgentSide, Repair
+from ..provers.backend import CompiledFile, LineupInputs, ToolSettings
+from ..provers.base import ProofSession
 from ..strategies.base import Strategy
 from . import holes
+from .display import LEAN
 from .project import LakeBuilder, find_lakefile
 from .script import check_lean_script
 from .session import LeanProject, LeanProver
@@ -21,6 +24,9 @@ from .strategies.tactics import LeanQuickStrategy
 from .verify import LeanVerifier
 
 __all__ = ["LeanBackend", "LeanTools"]
+
+#: the files that describe a Lean project (its root is their folder)
+LEAN_PROJECT_FILES = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
 
 
 class LeanTools:
@@ -41,7 +47,10 @@ class LeanTools:
             LakeBuilder(lakefile, command=settings.build_command) if lakefile is not None else None
         )
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def stand_in(self, path: Path, text: str) -> None:
+        """Lake builds from the files on disk: nothing stands in for one."""
+
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         if not isinstance(hole, holes.LeanHole):
             raise TypeError("a Lean project got a hole of another language")
         return self.prover.session(hole, text)
@@ -79,8 +88,13 @@ class LeanBackend:
 
     language = "lean"
     suffixes: tuple[str, ...] = (".lean",)
+    #: a Lean proof brings no import into its file
+    importable: Mapping[str, str] = MappingProxyType({})
+    goal_syntax = LEAN
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    join_script = staticmethod(LeanTools.join_script)
+
+    def scan(self, path: Path, text: str) -> list[holes.LeanHole]:
         return list(holes.scan_lean_text(path, text))
 
     def project_files(self, path: Path) -> list[Path] | None:
@@ -91,6 +105,13 @@ class LeanBackend:
 
     def project_root(self, path: Path) -> Path:
         return LeanProject.for_file(path).root
+
+    def described_root(self, path: Path) -> Path | None:
+        start = path.resolve()
+        for folder in (start, *start.parents) if start.is_dir() else start.parents:
+            if any((folder / name).exists() for name in LEAN_PROJECT_FILES):
+                return folder
+        return None
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> LeanTools:
         return LeanTools(LeanProject.for_file(path), settings, throttle)
@@ -113,22 +134,39 @@ class LeanBackend:
             raise ValueError("a Lean proof cannot bring imports into its file")
         return 0, ""
 
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """``lean`` on the file, in its project's environment (the verifier's check)."""
+        verifier = LeanVerifier(LeanProject.for_file(path))
+        try:
+            ok, output = await verifier.compiles(path, path.read_text(encoding="utf-8"))
+            return CompiledFile(ok, verifier.cpu_seconds, output)
+        finally:
+            await verifier.aclose()
+
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         toolchains = sorted({LeanProject.for_file(p).toolchain for p in files})
         return "lean " + (", ".join(t for t in toolchains if t) or "(no lean-toolchain)")
 
-    def feature(self, name: str) -> Any:
-        if name == "agent":
-            from .agent import LeanAgentSide
+    @staticmethod
+    def agent() -> AgentSide:
+        from .agent import LeanAgentSide
 
-            return LeanAgentSide()
-        if name == "declarations":
-            return self.declarations
-        if name == "repair":
-            from .repair import LeanRepair
+        return LeanAgentSide()
 
-            return LeanRepair()
-        raise OrchError(f"{name!r} is not available for Lean files (Coq only)")
+    def repair(self) -> Repair:
+        from .repair import LeanRepair
+
+        return LeanRepair()
+
+    @staticmethod
+    def golf() -> None:
+        """Lean proofs are not golfed (``orch golf`` is Coq's)."""
+        return None
+
+    @staticmethod
+    def evaluation() -> None:
+        """``orch eval``'s peers (CoqHammer) are Coq's."""
+        return None
 
     @staticmethod
     def declarations(paths: Sequence[Path]) -> dict[str, bool]:

@@ -127,6 +127,12 @@ class LeanHole:
         return self.decl_start
 
     @property
+    def declaration(self) -> str:
+        """Its declaration's full name (a declaration with several ``sorry`` is one
+        hole), or the goal's qualified name for an ``example``."""
+        return self.decl_name or self.goal.qualified_name
+
+    @property
     def statement_start(self) -> int:
         return self.decl_start
 

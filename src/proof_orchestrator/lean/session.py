@@ -44,8 +44,9 @@ from ..errors import (
 )
 from ..provers.base import ProofState, TacticResult, TacticStatus
 from ..provers.settings import LeanSettings
-from ..search.features import LEAN, GoalSyntax
+from ..search.features import GoalSyntax
 from ..search.proofstate import Hypothesis, hypotheses
+from .display import LEAN
 from .holes import LeanHole
 from .repl import LeanRepl, TacticReply
 

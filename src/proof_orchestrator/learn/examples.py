@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..search.features import COQ, GoalSyntax, features
+from ..search.features import GoalSyntax, features
 
 __all__ = ["Corpus", "ProofExample", "statement_features"]
 
@@ -32,7 +32,7 @@ _HEADER = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)?(?:[A-Z][a-z]+\s+)*?[A-Z][a-z]+\s+
 _SYMBOLS = re.compile(r"\\\w+|[^\w\s()\[\]{},.;'\"\\]+")
 
 
-def statement_features(statement: str, syntax: GoalSyntax = COQ) -> dict[int, float]:
+def statement_features(statement: str, syntax: GoalSyntax) -> dict[int, float]:
     """The k-NN features of what a declaration states, with its notations' symbols.
 
     The declaration's keyword and name are left out, and every run of symbols
@@ -71,7 +71,7 @@ class ProofExample:
 class Corpus:
     """Examples, ranked against a goal by statement similarity."""
 
-    def __init__(self, examples: Iterable[ProofExample] = (), syntax: GoalSyntax = COQ) -> None:
+    def __init__(self, syntax: GoalSyntax, examples: Iterable[ProofExample] = ()) -> None:
         self.syntax = syntax
         self.examples: list[ProofExample] = []
         self._postings: defaultdict[int, list[tuple[int, float]]] = defaultdict(list)

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, insert, select, update
 
 from ..errors import LedgerError
-from ..goals import ArmStats, Goal, Outcome
+from ..goals import ArmStats, Goal, GoalStatus, Outcome
 from ._bandit import write_arm
 from ._core import LedgerCore, insert_ignore, retrying, table_of
 from .models import Attempt, GoalRow, utcnow
@@ -38,7 +38,7 @@ class GoalRecords(LedgerCore):
                     line=goal.line,
                     statement=goal.statement,
                     language=goal.language,
-                    status="open",
+                    status=GoalStatus.OPEN,
                     first_seen=now,
                     updated_at=now,
                 )
@@ -52,7 +52,7 @@ class GoalRecords(LedgerCore):
             return int(found)
 
     @retrying
-    def set_goal_status(self, goal_id: int, status: str) -> None:
+    def set_goal_status(self, goal_id: int, status: GoalStatus) -> None:
         with self._session() as s:
             row = s.get(GoalRow, goal_id)
             if row is not None:

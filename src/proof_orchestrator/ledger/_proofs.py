@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import func, insert, select, update
 
-from ..goals import HoleUse
+from ..goals import GoalStatus, HoleUse
 from ._core import LedgerCore, retrying, upsert
 from .models import GoalRow, Proof, TacticCache, utcnow
 
@@ -65,7 +65,9 @@ class ProofRecords(LedgerCore):
                 ).values(fingerprint=fingerprint, tactic=key, successes=1, last_used=now)
             )
             connection.execute(
-                update(GoalRow).where(GoalRow.id == goal_id).values(status="proved", updated_at=now)
+                update(GoalRow)
+                .where(GoalRow.id == goal_id)
+                .values(status=GoalStatus.PROVED, updated_at=now)
             )
 
     @retrying

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import LedgerError
+from ..goals import RunStatus
 from ._core import LedgerCore, retrying
 from .models import Run, utcnow
 
@@ -21,7 +22,7 @@ class RunRecords(LedgerCore):
             return run.id
 
     @retrying
-    def finish_run(self, run_id: int, status: str, summary: dict[str, object]) -> None:
+    def finish_run(self, run_id: int, status: RunStatus, summary: dict[str, object]) -> None:
         with self._session() as s:
             run = s.get(Run, run_id)
             if run is None:

@@ -6,7 +6,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome
 from ._core import LedgerCore, iso, retrying
 from .models import Attempt, GoalRow, Proof, Run
 
@@ -88,7 +88,7 @@ class Summaries(LedgerCore):
                 "url": self.url,
                 "goals": goals_by_status,
                 # proved goals: closed, or closed modulo holes still open (listed)
-                "closed": int(goals_by_status.get("proved", 0)) - len(modulo),
+                "closed": int(goals_by_status.get(GoalStatus.PROVED, 0)) - len(modulo),
                 "proved_modulo_holes": len(modulo),
                 "modulo_holes": modulo,
                 "attempts": attempts_by_outcome,
@@ -113,7 +113,9 @@ class Summaries(LedgerCore):
             rows = s.execute(
                 select(GoalRow.id, GoalRow.name, GoalRow.file, Proof.uses_holes, Proof.open_holes)
                 .join(Proof, Proof.goal_id == GoalRow.id)
-                .where(Proof.id.in_(newest), Proof.holes_open > 0, GoalRow.status == "proved")
+                .where(
+                    Proof.id.in_(newest), Proof.holes_open > 0, GoalRow.status == GoalStatus.PROVED
+                )
                 .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
             ).all()
         return [
@@ -166,10 +168,18 @@ class Summaries(LedgerCore):
             ).all()
         outcomes: dict[str, dict[str, int]] = {}
         sums = dict.fromkeys(
-            ("requests", "cached", "replies", "scripts", "checked", "closed", "tokens_in",
-             "tokens_out"),
+            (
+                "requests",
+                "cached",
+                "replies",
+                "scripts",
+                "checked",
+                "closed",
+                "tokens_in",
+                "tokens_out",
+            ),
             0,
-        )  # fmt: skip
+        )
         refused: dict[str, int] = {}
         latencies: list[float] = []
         for strategy, outcome, tokens_in, tokens_out, checks in rows:

@@ -22,6 +22,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from ..goals import RunStatus
+
 __all__ = [
     "Attempt",
     "BanditArm",
@@ -53,7 +55,7 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     #: running / finished / interrupted / failed
-    status: Mapped[str] = mapped_column(String(16), default="running")
+    status: Mapped[str] = mapped_column(String(16), default=RunStatus.RUNNING)
     prover_version: Mapped[str] = mapped_column(String(64), default="")
     summary: Mapped[dict[str, object]] = mapped_column(JSON, default=dict)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome
 from ._core import iso
 from .models import Attempt, GoalRow, Proof, Run
 from .store import Ledger
@@ -15,7 +15,7 @@ from .store import Ledger
 __all__ = ["LedgerReader"]
 
 #: goal statuses of broken proofs (``orch repair``), which are not holes
-_NOT_HOLES = ("broken", "repaired")
+_NOT_HOLES = (GoalStatus.BROKEN, GoalStatus.REPAIRED)
 
 
 class LedgerReader:
@@ -140,7 +140,9 @@ class LedgerReader:
         with self.ledger.engine.connect() as connection:
             return list(
                 connection.execute(
-                    select(GoalRow.statement).where(GoalRow.status.not_in(("proved", *_NOT_HOLES)))
+                    select(GoalRow.statement).where(
+                        GoalRow.status.not_in((GoalStatus.PROVED, *_NOT_HOLES))
+                    )
                 ).scalars()
             )
 
@@ -199,7 +201,7 @@ class LedgerReader:
         with self.ledger.engine.connect() as connection:
             goals = connection.execute(
                 select(GoalRow.id, GoalRow.file, GoalRow.name, GoalRow.line, GoalRow.status)
-                .where(GoalRow.status.in_(("broken", "repaired")))
+                .where(GoalRow.status.in_(_NOT_HOLES))
                 .order_by(GoalRow.file, GoalRow.line, GoalRow.id)
                 .limit(limit)
             ).all()
@@ -221,7 +223,9 @@ class LedgerReader:
         rows = []
         for g in goals:
             old, cause = detected.get(g.id, ("", ""))
-            new, strategy = proofs.get(g.id, ([], "")) if g.status == "repaired" else ([], "")
+            new, strategy = (
+                proofs.get(g.id, ([], "")) if g.status == GoalStatus.REPAIRED else ([], "")
+            )
             rows.append(
                 {
                     "id": g.id,
@@ -288,5 +292,5 @@ class LedgerReader:
         for file, status, n in rows:
             per.setdefault(file, {"total": 0, "proved": 0, "open": 0})
             per[file]["total"] += n
-            per[file]["proved" if status == "proved" else "open"] += n
+            per[file]["proved" if status == GoalStatus.PROVED else "open"] += n
         return [{"file": f, **counts} for f, counts in sorted(per.items())]

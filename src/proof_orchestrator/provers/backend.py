@@ -8,14 +8,14 @@ strategies of a profile, and where a patch's imports go. ``coq/backend.py``
 and ``lean/backend.py`` implement it; :mod:`proof_orchestrator.backends`
 chooses one by file suffix. Nothing above the seam imports a prover package.
 
-Optional abilities (``orch eval``'s Coq side, ``orch golf``, helper-lemma
-tickets) are reached through :meth:`Backend.feature`, which names what is
-missing when a language does not have it.
+Optional abilities (``orch eval``'s side, ``orch golf``, ``orch repair``, an
+agent's view, the blueprint's declarations) are typed methods returning a
+protocol of :mod:`.abilities`, or ``None`` where a language has none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +23,15 @@ from typing import Any, Protocol
 
 from ..goals import Goal
 from ..strategies.base import Strategy
-from .base import Verifier
+from .abilities import AgentSide, Evaluation, Golf, Repair
+from .base import ProofSession, Verifier
 from .build import ProjectBuilder
 from .settings import CoqSettings, LeanSettings
+from .syntax import GoalSyntax
 
 __all__ = [
     "Backend",
+    "CompiledFile",
     "Hole",
     "LineupInputs",
     "ProjectTools",
@@ -53,6 +56,11 @@ class Hole(Protocol):
     @property
     def proof_end(self) -> int: ...
 
+    #: the name a proof's :class:`~..goals.HoleUse` gives the hole: its declaration's
+    #: full name (a Lean declaration with several ``sorry`` is one hole)
+    @property
+    def declaration(self) -> str: ...
+
     def replacement(self, sentences: tuple[str, ...]) -> str:
         """The text that replaces ``proof_start:proof_end`` for this proof."""
 
@@ -72,7 +80,11 @@ class ProjectTools(Protocol):
     def builder(self) -> ProjectBuilder | None:
         """Builds what the project's files need before they are checked (None: nothing to do)."""
 
-    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[Any]:
+    def stand_in(self, path: Path, text: str) -> None:
+        """Build the files that import ``path`` from ``text`` (what it compiles as now,
+        while the file on disk still differs); a backend that builds nothing ignores it."""
+
+    def open_session(self, hole: Any, text: str) -> AbstractAsyncContextManager[ProofSession]:
         """A session at ``hole`` of ``text`` (the file's current content)."""
 
     def gate(self, sentences: Sequence[str]) -> tuple[str, ...]:
@@ -129,6 +141,17 @@ class LineupInputs:
     llm_budget_usd: float | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CompiledFile:
+    """A file compiled on its own, outside any session (``orch bank``'s recheck)."""
+
+    ok: bool
+    #: CPU seconds of the prover's process tree
+    cpu_seconds: float
+    #: what the prover printed
+    output: str = ""
+
+
 class Backend(Protocol):
     """One prover language, as the engine uses it."""
 
@@ -137,7 +160,18 @@ class Backend(Protocol):
     #: file suffixes this backend owns (``.v``)
     suffixes: tuple[str, ...]
 
-    def scan(self, path: Path, text: str) -> list[Any]:
+    #: how the prover displays a goal and spells names (the neutral search reads goals with it)
+    goal_syntax: GoalSyntax
+
+    @property
+    def importable(self) -> Mapping[str, str]:
+        """The imports a proof may bring into a file: the name ``--allow-import`` gives
+        each -> the sentence written."""
+
+    def join_script(self, sentences: Sequence[str]) -> str:
+        """A script as the one string the ledger records (as :meth:`ProjectTools.join_script`)."""
+
+    def scan(self, path: Path, text: str) -> Sequence[Hole]:
         """The holes of ``text`` (the content of ``path``), in file order."""
 
     def project_files(self, path: Path) -> list[Path] | None:
@@ -147,7 +181,11 @@ class Backend(Protocol):
         """Files with the same key share one :class:`ProjectTools`."""
 
     def project_root(self, path: Path) -> Path:
-        """The root of the project ``path`` belongs to."""
+        """The root of the project ``path`` belongs to (its own folder when none is described)."""
+
+    def described_root(self, path: Path) -> Path | None:
+        """The root of the project description ``path`` (a file or a folder) is under
+        (``_CoqProject``, ``dune-project``, a ``lakefile``), None when there is none."""
 
     def tools(self, path: Path, settings: ToolSettings, throttle: Any = None) -> ProjectTools:
         """The tools of ``path``'s project; ``throttle`` gates prover processes (the governor)."""
@@ -158,6 +196,9 @@ class Backend(Protocol):
     def import_insertion(self, text: str, patches: Sequence[Any]) -> tuple[int, str]:
         """Where the patches' imports go in ``text`` and the text inserted there."""
 
+    async def compile_alone(self, path: Path, *, timeout: float) -> CompiledFile:
+        """Compile ``path`` as it is on disk, from scratch, as its project describes it."""
+
     async def version(self, files: Sequence[Path], settings: ToolSettings) -> str:
         """The prover's version (for the ledger), for ``files`` of this language."""
 
@@ -165,5 +206,18 @@ class Backend(Protocol):
         """The builder of the project ``path`` belongs to (``orch info``), None when ``path``
         is in no project this backend reads (a ``_CoqProject``, dune, a ``lakefile``)."""
 
-    def feature(self, name: str) -> Any:
-        """An optional ability (``evaluation``, ``golf``, ``tickets``, ``context``)."""
+    def agent(self) -> AgentSide:
+        """What an agent (``orch mcp``) reads and checks in this language's files."""
+
+    def repair(self) -> Repair:
+        """``orch repair``'s side (a new one per file: it may keep the file's models)."""
+
+    def golf(self) -> Golf | None:
+        """``orch golf``'s side (None: the language's proofs are not golfed)."""
+
+    def evaluation(self) -> Evaluation | None:
+        """``orch eval``'s side (None: the language has no peers to run)."""
+
+    def declarations(self, paths: Sequence[Path]) -> dict[str, bool] | None:
+        """Every declaration of ``paths``: full name -> unproved (the blueprint sync);
+        None where the language's declarations are not read."""

@@ -15,15 +15,16 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
-from ..provers.backend import ProjectTools
+from ..provers.backend import Hole, ProjectTools
+from ..provers.base import ProofSession
 from ..scheduler.bandit import ArmStats, Bandit, goal_class
 from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
@@ -31,7 +32,7 @@ from ..scheduler.portfolio import RaceResult, goal_pass
 from ..scheduler.queue import Mentions
 from ..scheduler.shares import PlanCounts, plan_pass
 from ..strategies.base import Strategy, StrategyResult
-from .live import LiveBoard
+from .live import LiveBoard, LiveSlot
 from .reports import Candidate, FileReport, GoalReport
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "AttemptRunner",
     "FileState",
     "GoalItem",
+    "LocalExecutor",
     "run_attempt",
 ]
 
@@ -59,7 +61,7 @@ class FileState:
     #: identifier positions of ``text``, for the queue's dependents count (made once)
     mentions: Mentions | None = None
     #: the holes found when the file was scanned (the verifier needs their names)
-    holes: list[Any] | None = None
+    holes: list[Hole] | None = None
     #: goals that failed, tried again when a proof is found above them
     failed: list[GoalItem] = field(default_factory=list)
 
@@ -74,7 +76,7 @@ class FileState:
 class GoalItem:
     """One goal of a run: its hole, its file, its ledger id, its report and its budget."""
 
-    hole: Any
+    hole: Hole
     file: FileState
     goal_id: int
     report: GoalReport
@@ -89,14 +91,14 @@ class GoalItem:
 
 
 async def run_attempt(
-    tools: Any,
+    tools: ProjectTools,
     strategy: Strategy,
-    hole: Any,
+    hole: Hole,
     text: str,
     budget: Budget,
     on_cancel: Callable[[float], None] | None = None,
     *,
-    on_session: Callable[[Any], None] | None = None,
+    on_session: Callable[[ProofSession], None] | None = None,
 ) -> StrategyResult:
     """Open a session at ``hole`` with ``tools`` and run ``strategy`` in it.
 
@@ -112,6 +114,106 @@ async def run_attempt(
             if on_cancel is not None:
                 on_cancel(session.cpu_seconds())
             raise
+        return result
+
+
+@dataclass(slots=True)
+class _AttemptAccount:
+    """One attempt's books: its grant from the goal's account, settled exactly once (on
+    cancellation too), its ledger key, and this process's CPU it is charged."""
+
+    runner: AttemptRunner
+    item: GoalItem
+    name: str
+    account: GoalBudget
+    started: float = field(default_factory=time.monotonic)
+    own_start: float = field(default_factory=time.process_time)
+    granted: float = 0.0
+    key: str = ""
+    #: this process's own CPU while the attempt ran, its share (see ``_running``)
+    own: float = 0.0
+    settled: bool = False
+
+    def grant(self) -> float:
+        self.granted = self.account.grant(self.name)
+        return self.granted
+
+    def settle(self, used: float) -> None:
+        if not self.settled:
+            self.settled = True
+            self.account.settle(self.granted, used)
+
+    def cancelled(self, cpu: float) -> None:
+        """The attempt was cancelled after its session used ``cpu``: recorded and settled."""
+        spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - self.started)
+        self.runner.record(
+            self.item, self.name, Outcome.CANCELLED, spent, "", self.granted, attempt_key=self.key
+        )
+        self.item.report.cpu_seconds += cpu
+        self.settle(cpu)
+
+
+class AttemptExecutor(Protocol):
+    """Where an attempt runs (this process, or a Ray cluster through :class:`_Remote`)."""
+
+    async def attempt(
+        self,
+        item: GoalItem,
+        strategy: Strategy,
+        budget: Budget,
+        on_cancel: Callable[[float], None],
+        live: LiveSlot,
+    ) -> StrategyResult: ...
+
+
+class LocalExecutor:
+    """Runs attempts in this process with the file's project tools; the live view reads
+    the session's CPU."""
+
+    async def attempt(
+        self,
+        item: GoalItem,
+        strategy: Strategy,
+        budget: Budget,
+        on_cancel: Callable[[float], None],
+        live: LiveSlot,
+    ) -> StrategyResult:
+        def opened(session: ProofSession) -> None:
+            live.meter = session.cpu_seconds
+
+        return await run_attempt(
+            item.file.tools,
+            strategy,
+            item.hole,
+            item.file.text,
+            budget,
+            on_cancel,
+            on_session=opened,
+        )
+
+
+#: the one local executor (it keeps no state)
+LOCAL = LocalExecutor()
+
+
+@dataclass(frozen=True, slots=True)
+class _Remote:
+    """An executor elsewhere (``run.executors``), sent what ``request`` makes."""
+
+    executor: Any
+    request: Callable[[GoalItem, str, Budget], Any]
+
+    async def attempt(
+        self,
+        item: GoalItem,
+        strategy: Strategy,
+        budget: Budget,
+        on_cancel: Callable[[float], None],
+        live: LiveSlot,
+    ) -> StrategyResult:
+        result: StrategyResult = await self.executor.attempt(
+            self.request(item, strategy.name, budget), on_cancel
+        )
         return result
 
 
@@ -185,7 +287,7 @@ class AttemptRunner:
         goal = item.hole.goal
         klass = goal_class(goal.statement)
         every = self.strategies_for(goal.language)
-        floors = {n: getattr(self.strategies[n], "min_grant_seconds", 0.0) for n in every}
+        floors = {n: self.strategies[n].min_grant_seconds for n in every}
         plan = plan_pass(
             self.bandit,
             klass,
@@ -226,98 +328,93 @@ class AttemptRunner:
             grace_seconds=base.grace_seconds,
         )
 
+    @contextlib.asynccontextmanager
+    async def _slots(self, strategy: Strategy, uses_slot: bool) -> AsyncIterator[None]:
+        """Hold what ``strategy``'s attempt waits for: a CPU slot of the governor (unless
+        it waits on its own limit, or runs elsewhere) and, for a heavy strategy, a heavy
+        slot; released in the reverse order, on every way out."""
+        async with contextlib.AsyncExitStack() as stack:
+            if uses_slot:
+                await stack.enter_async_context(self.governor.slot())
+            if strategy.weight == "heavy":
+                await stack.enter_async_context(self.heavy)
+            yield
+
+    @contextlib.contextmanager
+    def _running(self, account: _AttemptAccount) -> Iterator[None]:
+        """Count the attempt as running; at its end, its share of this process's own CPU
+        meanwhile (shared among the attempts running) goes to ``account.own``."""
+        self.running += 1
+        try:
+            yield
+        finally:
+            account.own = (time.process_time() - account.own_start) / max(1, self.running)
+            self.running -= 1
+
+    def _executor_for(self, strategy: Strategy) -> AttemptExecutor:
+        """Where ``strategy``'s attempt runs: the runner's executor (a Ray cluster) unless
+        the strategy needs the ledger, else here with the file's project tools."""
+        if self.executor is None or strategy.needs_ledger:
+            return LOCAL
+        if self.request is None:
+            raise RuntimeError("an executor needs a request maker")
+        return _Remote(self.executor, self.request)
+
     async def attempt(
         self, item: GoalItem, name: str, klass: str, account: GoalBudget
     ) -> StrategyResult:
+        """One strategy on one goal: wait for its slots, draw its grant, run it where it
+        runs, settle the grant (on every way out), update the bandit and record it."""
         strategy = self.strategies[name]
-        goal = item.hole.goal
-        started = time.monotonic()
-        result: StrategyResult
-        granted = 0.0
-        budget = self.base
-        key = ""
-        own_start = time.process_time()
-        settled = False
-
-        def settle(used: float) -> None:
-            nonlocal settled
-            if not settled:
-                settled = True
-                account.settle(granted, used)
-
-        def cancelled(cpu: float) -> None:
-            spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - started)
-            self.record(item, name, Outcome.CANCELLED, spent, "", granted, attempt_key=key)
-            item.report.cpu_seconds += cpu
-            settle(cpu)
-
         # a strategy that has gone off for the rest of the run (the llm strategies once
         # their model server stopped answering) skips without opening a session
-        off = getattr(strategy, "off_reason", None)
-        reason = off() if callable(off) else ""
+        reason = strategy.off_reason()
         if reason:
-            result = StrategyResult(Outcome.SKIPPED, message=str(reason))
-            self.record(item, name, Outcome.SKIPPED, result, str(reason))
-            return result
-        remote = self.executor is not None and not strategy.needs_ledger
+            skipped = StrategyResult(Outcome.SKIPPED, message=str(reason))
+            self.record(item, name, Outcome.SKIPPED, skipped, str(reason))
+            return skipped
+        goal = item.hole.goal
+        books = _AttemptAccount(self, item, name, account)
+        executor = self._executor_for(strategy)
         # model calls (the llm strategy) wait on their own limit, not on a CPU slot
         uses_slot = self.executor is None and strategy.uses_slot
-        slot = self.governor.slot() if uses_slot else contextlib.nullcontext(None)
-        own = 0.0
         try:
-            async with slot:
-                heavy = self.heavy if strategy.weight == "heavy" else None
-                if heavy is not None:
-                    await heavy.acquire()
-                try:
-                    # the grant is made when the strategy really starts: what the
-                    # strategies before it left unused is there to take
-                    granted = account.grant(name)
-                    if granted <= 0:
-                        return StrategyResult(
-                            Outcome.TIMEOUT, message=NO_BUDGET_LEFT, started=False
-                        )
-                    budget = self.attempt_budget(item, granted)
-                    key = self.attempt_key(item, name)
-                    self.running += 1
+            async with self._slots(strategy, uses_slot):
+                # the grant is made when the strategy really starts: what the
+                # strategies before it left unused is there to take
+                if books.grant() <= 0:
+                    return StrategyResult(Outcome.TIMEOUT, message=NO_BUDGET_LEFT, started=False)
+                budget = self.attempt_budget(item, books.granted)
+                books.key = self.attempt_key(item, name)
+                with self._running(books):
                     try:
-                        with self.live.slot(goal.name, str(goal.file), name, granted) as live:
-                            if not remote:
-
-                                def opened(session: Any) -> None:
-                                    live.meter = session.cpu_seconds
-
-                                result = await run_attempt(
-                                    item.file.tools,
-                                    strategy,
-                                    item.hole,
-                                    item.file.text,
-                                    budget,
-                                    cancelled,
-                                    on_session=opened,
-                                )
-                            else:
-                                if self.request is None:
-                                    raise RuntimeError("an executor needs a request maker")
-                                request = self.request(item, name, budget)
-                                result = await self.executor.attempt(request, cancelled)
+                        with self.live.slot(goal.name, str(goal.file), name, books.granted) as live:
+                            result = await executor.attempt(
+                                item, strategy, budget, books.cancelled, live
+                            )
                     except (ProverError, PrefixError) as exc:
                         result = StrategyResult(
-                            Outcome.ERROR, (), 0, 0.0, time.monotonic() - started, str(exc)
+                            Outcome.ERROR, (), 0, 0.0, time.monotonic() - books.started, str(exc)
                         )
-                    finally:
-                        # this process's own CPU meanwhile, shared among the attempts running
-                        own = (time.process_time() - own_start) / max(1, self.running)
-                        self.running -= 1
-                finally:
-                    if heavy is not None:
-                        heavy.release()
         except BaseException:
             # cancelled (another strategy won, Ctrl-C) or broken: the grant goes back
             # to the goal's account even when no session was open yet to count CPU
-            settle(0.0)
+            books.settle(0.0)
             raise
-        settle(result.cpu_seconds + own)
+        books.settle(result.cpu_seconds + books.own)
+        self._count(item, name, klass, result, budget.cpu_seconds, books.key)
+        return result
+
+    def _count(
+        self,
+        item: GoalItem,
+        name: str,
+        klass: str,
+        result: StrategyResult,
+        budget: float,
+        key: str,
+    ) -> None:
+        """An ended attempt in the goal's report, the bandit and the ledger."""
         item.report.cpu_seconds += result.cpu_seconds
         item.report.wall_seconds += result.wall_seconds
         item.report.tactics_tried += result.tactics_tried
@@ -339,17 +436,7 @@ class AttemptRunner:
             # e.g. CoqHammer reading its ATP library: once per prover process
             load = f"load {result.load_cpu_seconds:.1f} CPU s, once per prover process"
             message = f"{message} ({load})" if message else load
-        self.record(
-            item,
-            name,
-            result.outcome,
-            result,
-            message,
-            budget.cpu_seconds,
-            arm,
-            attempt_key=key,
-        )
-        return result
+        self.record(item, name, result.outcome, result, message, budget, arm, attempt_key=key)
 
     def attempt_key(self, item: GoalItem, strategy: str) -> str:
         """A key unique to this attempt: a repeated write of it is recorded once."""

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..backends import backend_for
 from ..errors import PrefixError, ProverError
-from ..goals import Budget, HoleUse, Outcome
+from ..goals import Budget, GoalStatus, HoleUse, Outcome
 from ..ledger import Ledger
 from ..project.patch import apply_patches
 from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
@@ -120,11 +120,11 @@ async def verify_candidates(
             fingerprint=goal_report.goal.fingerprint,
             strategy=goal_report.strategy,
             outcome=Outcome.REJECTED,
-            tactic=" ".join(goal_report.sentences),
+            tactic=backend.join_script(goal_report.sentences),
             prover_version=version,
             message=detail,
         )
-        ledger.set_goal_status(item.goal_id, "rejected")
+        ledger.set_goal_status(item.goal_id, GoalStatus.REJECTED)
 
     def reason(item: Candidate, result: VerificationResult) -> str:
         refused = result.holes_used.get(item.hole.goal.qualified_name, ())

@@ -41,7 +41,7 @@ from typing import Any
 
 from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
-from ..provers.tasks import cancel_and_wait
+from ..provers.backend import Hole
 from ..scheduler.governor import CpuGovernor, _tree_cpu
 from ..strategies.base import Strategy, StrategyResult
 from .attempts import run_attempt
@@ -68,7 +68,7 @@ class ExecutorError(OrchError):
 class AttemptRequest:
     """Everything a worker needs for one attempt (plain, picklable data)."""
 
-    hole: Any
+    hole: Hole
     #: the file's text the goal was found in
     text: str
     strategy: str
@@ -141,7 +141,10 @@ class ProverWorker:
             dataclasses.replace(options.orch, cpu_target=cpu_target), sessions
         )
         self.tools = Toolbox(options, self.governor.gate)
-        self._sampler: asyncio.Task[None] | None = None
+        #: the actor's life (its governor ticking, in a task group), from its first attempt
+        #: to shutdown; a Ray actor's life is no one call, so this one task holds it
+        self._life: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
         self.served = 0
         #: the files this actor has worked on (its provers keep them loaded)
         self._seen: set[str] = set()
@@ -149,8 +152,9 @@ class ProverWorker:
     async def attempt(self, request: AttemptRequest) -> AttemptDone:
         import ray
 
-        if self._sampler is None:
-            self._sampler = asyncio.create_task(self.governor.run(), name="node-governor")
+        if self._life is None:
+            # a restarted actor starts its life again with its first attempt
+            self._life = asyncio.create_task(self._live(), name="node-life")
         strategies = {s.name: s for s in make_strategies(self.options, request.popular)}
         strategy = strategies[request.strategy]
         tools = self.tools.for_hole(request.hole)
@@ -184,8 +188,17 @@ class ProverWorker:
             "cpu_seconds": _tree_cpu(),
         }
 
+    async def _live(self) -> None:
+        """Until shutdown: the node's governor ticks (owned by its task group)."""
+        async with self.governor.running():
+            await self._closing.wait()
+
     async def shutdown(self) -> None:
-        await cancel_and_wait(self._sampler)
+        """Stop the governor (the life ends on its own, nothing cancelled by hand), then
+        close the provers."""
+        self._closing.set()
+        if self._life is not None:
+            await self._life
         await self.tools.aclose()
 
 

@@ -46,7 +46,7 @@ from ..backends import (
     load_source,
 )
 from ..errors import LedgerUnavailable, OrchError, PathNotFound, ProverNotFound, UnreadableSource
-from ..goals import Budget, Outcome
+from ..goals import Budget, Outcome, RunStatus
 from ..ledger import Ledger
 from ..provers.build import BuildFailure, StepCallback
 from ..scheduler.governor import CpuGovernor
@@ -196,7 +196,7 @@ async def fill(
         extra={"command": options.command, "executor": options.orch.executor},
     )
     tools = Toolbox(options, governor.gate)
-    status = "finished"
+    status = RunStatus.FINISHED
     error: OrchError | None = None
     executor: RayExecutor | None = None
     try:
@@ -213,7 +213,7 @@ async def fill(
                 blocked = await build_needed(targets, tools, report, on_build)
                 await _plan(run, scanned, tools, blocked)
                 if on_files is not None:  # the goals searched: those of files that were checked
-                    queued = [f for f in report.files if f.status is FileStatus.INTERRUPTED]
+                    queued = [f for f in report.files if f.status is FileStatus.PENDING]
                     on_files([(f.path, len(f.goals)) for f in queued if f.goals])
                 async with asyncio.TaskGroup() as workers:
                     for index in range(max(1, options.orch.max_light)):
@@ -228,16 +228,19 @@ async def fill(
     except BaseException as exc:
         failure = _orch_error(exc)
         if failure is None:
-            status = "interrupted"
+            status = RunStatus.INTERRUPTED
             report.interrupted = True
             raise
         # a broken part (ledger unreachable, disk full...) stops the run: the
         # error itself is raised, not the task group around it
-        status = "failed"
+        status = RunStatus.FAILED
         error = failure
         raise failure from exc
     finally:
         publisher.clear()
+        for file_report in report.files:
+            if file_report.status is FileStatus.PENDING:  # the run stopped before its end
+                file_report.status = FileStatus.INTERRUPTED
         if executor is not None:
             report.nodes = executor.node_stats()
             try:
@@ -291,7 +294,8 @@ def _requests(ledger: Ledger) -> Callable[[GoalItem, str, Budget], AttemptReques
 
     def request(item: GoalItem, name: str, budget: Budget) -> AttemptRequest:
         goal = item.hole.goal
-        near = nearest_first(goal.statement, proved.get(goal.language, []), popular)
+        syntax = backend_named(goal.language).goal_syntax
+        near = nearest_first(goal.statement, proved.get(goal.language, []), popular, syntax)
         return AttemptRequest(
             item.hole, item.file.text, name, budget, tuple(near), route=str(goal.file)
         )
@@ -328,7 +332,7 @@ async def _plan(
             report.files.append(FileReport(path, FileStatus.DONE))
             continue
         project_tools = tools.for_path(path)
-        file_report = FileReport(path, FileStatus.INTERRUPTED, original_text=text)
+        file_report = FileReport(path, FileStatus.PENDING, original_text=text)
         report.files.append(file_report)
         failure = blocked.get(path)
         if failure is not None:

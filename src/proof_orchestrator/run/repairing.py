@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import backend_for
+from ..goals import GoalStatus
 from ..ledger import Ledger
+from ..provers.abilities import Repair
 from ..provers.backend import ProjectTools
 from .reports import Candidate, FileReport
 from .writing import verify_and_write
@@ -45,8 +47,8 @@ class RepairRewrite:
     """Repairs as :func:`~.writing.verify_and_write` writes them (a :class:`~.writing.Rewrite`):
     checked in the stand-in, written into the file as it was."""
 
-    #: the backend's ``repair`` feature
-    feature: Any
+    #: the backend's ``repair`` side
+    feature: Repair
     #: what it found in the file: the broken proofs and the stand-in
     detection: Any
     #: write the stand-in: the proofs left broken admitted under a comment
@@ -87,17 +89,18 @@ async def verify_and_write_repairs(
     into ``path`` (which held ``text``) through the one commit step; see the module's
     docstring. A file that changed, or a write that failed, accepts nothing here (the
     proofs are in the ledger, not written; the file's report says why)."""
-    rewrite = RepairRewrite(backend_for(path).feature("repair"), detection, admit_broken)
+    rewrite = RepairRewrite(backend_for(path).repair(), detection, admit_broken)
     done = await verify_and_write(
         path, text, candidates, tools, ledger, run_id, "", file_report, write=write, rewrite=rewrite
     )
     kept = {item.goal_id for item in done.accepted}
     for item in candidates:
         if item.goal_id not in kept:
-            ledger.set_goal_status(item.goal_id, "broken")  # refused: the proof is still broken
+            # refused: the proof is still broken
+            ledger.set_goal_status(item.goal_id, GoalStatus.BROKEN)
     if done.error is not None:
         return Repaired([], rewrite.text(text, done.accepted, True))
     if done.written:
         for item in done.accepted:
-            ledger.set_goal_status(item.goal_id, "repaired")
+            ledger.set_goal_status(item.goal_id, GoalStatus.REPAIRED)
     return Repaired(done.accepted, rewrite.text(text, done.accepted, True), done.written)

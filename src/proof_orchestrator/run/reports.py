@@ -11,6 +11,7 @@ from typing import Any
 from ..config import Settings
 from ..goals import Budget, Goal, HoleUse, Outcome
 from ..project.patch import Patch
+from ..provers.backend import Hole
 from ..provers.settings import CoqSettings, LeanSettings
 
 __all__ = [
@@ -42,6 +43,8 @@ class FileStatus(enum.StrEnum):
     CHANGED = "changed"
     #: the file could not be read or split into sentences
     UNREADABLE = "unreadable"
+    #: queued: its goals are being searched, its candidates not written yet
+    PENDING = "pending"
     #: the run was interrupted while this file was in progress
     INTERRUPTED = "interrupted"
     #: the prover this file needs (Coq or Lean) is not installed; skipped
@@ -77,7 +80,7 @@ class GoalReport:
     wall_seconds: float = 0.0
     message: str = ""
     #: where the goal is in its file (for patching it elsewhere, e.g. in a git worktree)
-    hole: Any = None
+    hole: Hole | None = None
     #: helper lemmas the proof needs, inserted before the declaration (the market)
     helpers: tuple[str, ...] = ()
     #: imports the proof needs, added after the file's ``Require``s (``--allow-import``)

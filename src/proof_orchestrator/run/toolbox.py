@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends import backend_for
-from ..provers.backend import ProjectTools, ToolSettings
+from ..provers.backend import Hole, ProjectTools, ToolSettings
 from .reports import FillOptions
 
 __all__ = ["Toolbox", "tool_settings"]
@@ -45,7 +45,7 @@ class Toolbox:
             self._tools[key] = backend.tools(path, self.settings, self.throttle)
         return self._tools[key]
 
-    def for_hole(self, hole: Any) -> ProjectTools:
+    def for_hole(self, hole: Hole) -> ProjectTools:
         return self.for_path(hole.goal.file)
 
     def __len__(self) -> int:

@@ -14,13 +14,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..backends import backend_named
 from ..errors import (
     FileWriteError,
     ProverError,
     ScriptRejected,
     SessionClosed,
 )
-from ..goals import Outcome
+from ..goals import GoalStatus, Outcome
 from ..learn import FOUND, ProofExample, statement_features
 from ..ledger import Ledger
 from ..scheduler.bandit import Bandit
@@ -148,9 +149,7 @@ class GoalRun:
                     if {hole.goal.name, hole.goal.qualified_name} & self.options.prioritize
                     else 0.0
                 )
-                + self.options.weights.get(
-                    getattr(hole, "decl_name", "") or hole.goal.qualified_name, 0.0
-                ),
+                + self.options.weights.get(hole.declaration, 0.0),
                 dependents=dependents,
                 stuck_hours=stuck,
                 failures=failures,
@@ -239,7 +238,7 @@ class GoalRun:
                 for name, result in outcome.results.items()
                 if result.started
             )[:2000]
-            self.ledger.set_goal_status(item.goal_id, Outcome.ERROR.value)
+            self.ledger.set_goal_status(item.goal_id, GoalStatus.ERROR)
             await self.goal_done(item, None)
             return
         item.report.outcome = Outcome.TIMEOUT if Outcome.TIMEOUT in worst else Outcome.FAILED
@@ -252,7 +251,7 @@ class GoalRun:
             item.revisits += 1
             self.enqueue(item)  # parked: revisited after fresher goals
             return
-        self.ledger.set_goal_status(item.goal_id, "failed")
+        self.ledger.set_goal_status(item.goal_id, GoalStatus.FAILED)
         await self.goal_done(item, None)
 
     async def search(self, item: GoalItem) -> RaceResult:
@@ -330,13 +329,14 @@ class GoalRun:
             goal.file, goal.line, ProofExample(goal.name, goal.statement, candidate.sentences)
         )
         state = item.file
-        found = statement_features(goal.statement)
+        syntax = backend_named(goal.language).goal_syntax
+        found = statement_features(goal.statement, syntax)
         again = [
             f
             for f in state.failed
             if f.hole.goal.line > goal.line
             and f.retries_after_proofs < MAX_RETRIES_AFTER_PROOFS
-            and cosine(found, statement_features(f.hole.goal.statement)) >= RETRY_SIMILARITY
+            and cosine(found, statement_features(f.hole.goal.statement, syntax)) >= RETRY_SIMILARITY
         ]
         for failed in again:
             state.failed.remove(failed)
@@ -383,5 +383,5 @@ class GoalRun:
         state.report.written = done is not None and done.written
         accepted = done.accepted if done is not None else []
         self.live.proved += len(accepted)
-        if state.report.status is FileStatus.INTERRUPTED:
+        if state.report.status is FileStatus.PENDING:
             state.report.status = FileStatus.DONE

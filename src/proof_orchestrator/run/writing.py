@@ -225,7 +225,7 @@ async def commit(
 def hole_name(hole: Any) -> str:
     """The name a proof's :class:`~..goals.HoleUse` gives ``hole``: its declaration's
     (a Lean declaration with several ``sorry`` is one hole) or its qualified name."""
-    return str(getattr(hole, "decl_name", "") or hole.goal.qualified_name)
+    return str(hole.declaration)
 
 
 def proved_holes(

@@ -44,6 +44,7 @@ import psutil
 
 from ..config import Settings
 from ..provers.process import live_processes, process_cpu_seconds
+from ..provers.tasks import task_group
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
 
@@ -246,6 +247,17 @@ class CpuGovernor:
             elif ideal < limit:
                 limit -= 1
         self.limit = max(1, min(self.max_slots, limit))
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Tick while the block runs: the ticking task belongs to a task group and ends
+        with the block (an error of the block comes out as itself)."""
+        async with task_group() as group:
+            ticking = group.create_task(self.run(), name="cpu-governor")
+            try:
+                yield
+            finally:
+                ticking.cancel()
 
     async def run(self) -> None:
         """Tick forever (cancel to stop), waking waiting sessions when the limit grows."""

@@ -6,13 +6,11 @@ goal displays.
 """
 
 from .bestfirst import Expander, SearchEnd, SearchFound, best_first
-from .features import COQ, LEAN, GoalSyntax, TacticModel, features, similarity
+from .features import GoalSyntax, TacticModel, features, similarity
 from .premises import Premise, PremiseIndex, tokens
 from .proofstate import Hypothesis, ProofStates, hypotheses
 
 __all__ = [
-    "COQ",
-    "LEAN",
     "Expander",
     "GoalSyntax",
     "Hypothesis",

@@ -4,63 +4,30 @@ The identifiers of the conclusion and of the hypotheses (kept apart), the
 conclusion's head and shape, and identifier bigrams of the conclusion, hashed
 into integers and normalised. What an identifier is, where the hypotheses end
 and which symbols mark a shape depend on the prover's goal display: a
-:class:`GoalSyntax` says it (:data:`COQ`: hypotheses above ``=====``;
-:data:`LEAN`: above ``⊢``, with dotted, unicode, ``'``/``?``/``!`` names).
+:class:`GoalSyntax` says it, and each backend has its own
+(:attr:`~..provers.backend.Backend.goal_syntax`: Coq's hypotheses above
+``=====``, Lean's above ``⊢``). Nothing here assumes one.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["COQ", "LEAN", "GoalSyntax", "TacticModel", "features", "nearest_first", "similarity"]
+from ..provers.syntax import GoalSyntax
 
-
-@dataclass(frozen=True, slots=True)
-class GoalSyntax:
-    """How one prover prints a goal and spells its identifiers."""
-
-    #: one identifier (qualified names stay whole: ``Nat.add_comm``)
-    ident: re.Pattern[str]
-    #: the text between the hypotheses and the conclusion (its last occurrence counts)
-    separator: str
-    #: symbols whose presence in the conclusion is a feature
-    shapes: tuple[str, ...]
-    #: a name as BM25 reads it (then cut at ``word_breaks``: ``add_comm`` -> add, comm)
-    word: re.Pattern[str]
-    word_breaks: re.Pattern[str]
-
-
-COQ = GoalSyntax(
-    ident=re.compile(r"[A-Za-z_][\w'.]*"),
-    separator="=====",
-    shapes=("forall", "->", "=", "/\\", "\\/", "~", "<->", "<=", "<"),
-    word=re.compile(r"[A-Za-z_][\w']*"),
-    word_breaks=re.compile(r"[_.']"),
-)
-#: Lean 4: names may hold unicode letters, subscripts, ``'``, ``?``, ``!`` and ``«»`` parts
-_LEAN_NAME = re.compile(
-    r"(?:«[^»]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*)(?:\.(?:«[^»]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪ]*))*"
-)
-LEAN = GoalSyntax(
-    ident=_LEAN_NAME,
-    separator="⊢",
-    shapes=("∀", "∃", "→", "↔", "=", "≠", "∧", "∨", "¬", "≤", "<", "∣", "∈"),
-    word=_LEAN_NAME,
-    word_breaks=re.compile(r"[_.'!?«»]"),
-)
+__all__ = ["GoalSyntax", "TacticModel", "features", "nearest_first", "similarity"]
 
 
 def _hash(text: str) -> int:
     return zlib.crc32(text.encode()) & 0xFFFFF
 
 
-def features(goal_text: str, syntax: GoalSyntax = COQ) -> dict[int, float]:
+def features(goal_text: str, syntax: GoalSyntax) -> dict[int, float]:
     """Hashed features of a goal display (hypotheses above the separator, conclusion below)."""
     above, found, below = goal_text.rpartition(syntax.separator)
     below = below.lstrip(syntax.separator[0])
@@ -98,8 +65,9 @@ def similarity(a: dict[int, float], b: dict[int, float]) -> float:
 class TacticModel:
     """Stored (state features, tactic) pairs and the nearest-neighbour suggestion."""
 
+    #: how the goals are displayed (the backend's)
+    syntax: GoalSyntax
     pairs: list[tuple[dict[int, float], str]] = field(default_factory=list)
-    syntax: GoalSyntax = COQ
 
     def add(self, goal_text: str, tactic: str) -> None:
         self.pairs.append((features(goal_text, self.syntax), tactic))
@@ -126,13 +94,14 @@ def nearest_first(
     statement: str,
     proved: Sequence[tuple[str, Sequence[str]]],
     popular: Sequence[str],
+    syntax: GoalSyntax,
     k: int = 6,
 ) -> list[str]:
     """The one-sentence proofs of the ``k`` most similar proved statements, then ``popular``."""
-    query = features(statement)
+    query = features(statement, syntax)
     ranked = sorted(
         (
-            (similarity(query, features(text)), script)
+            (similarity(query, features(text, syntax)), script)
             for text, script in proved
             if len(script) == 1
         ),

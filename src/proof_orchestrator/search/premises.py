@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from rank_bm25 import BM25Okapi  # type: ignore[import-untyped]
 
-from .features import COQ, GoalSyntax
+from .features import GoalSyntax
 
 __all__ = ["Premise", "PremiseIndex", "tokens"]
 
@@ -34,7 +34,7 @@ class Premise:
     kind: str = ""
 
 
-def tokens(text: str, syntax: GoalSyntax = COQ) -> list[str]:
+def tokens(text: str, syntax: GoalSyntax) -> list[str]:
     """Identifier pieces of ``text``, lower-cased (``Nat.add_comm`` -> nat, add, comm)."""
     out: list[str] = []
     for word in syntax.word.findall(text):
@@ -95,10 +95,13 @@ class PremiseIndex:
         self,
         premises: Sequence[Premise],
         base: PremiseIndex | None = None,
-        syntax: GoalSyntax = COQ,
+        syntax: GoalSyntax | None = None,
     ) -> None:
+        """``syntax`` is the premises' prover's (the ``base`` index's when there is one)."""
         if base is not None:
             syntax = base.syntax
+        if syntax is None:
+            raise TypeError("a premise index needs its prover's goal syntax (or a base index)")
         self.syntax = syntax
         if base is not None and any(p.name in base._names for p in premises):
             # a file's premise shadows a library one in its place: count everything again

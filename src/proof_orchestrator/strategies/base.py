@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from ..goals import Budget, Goal, Outcome
 
-__all__ = ["Strategy", "StrategyResult"]
+__all__ = ["Strategy", "StrategyDefaults", "StrategyResult"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +52,12 @@ class Strategy(Protocol):
     (the goals it works on), ``weight`` (which slots it uses), ``uses_slot``
     (False: it waits on its own limit, a model's, not on a CPU slot) and
     ``needs_ledger`` (it keeps state in the ledger, so it runs where the ledger
-    is, never in a remote executor). ``prove`` receives a session of that
-    language's prover. A strategy may also have ``off_reason() -> str``: while
-    it returns a reason, the engine skips the strategy without opening a
-    session (the llm strategies, once their model server stopped answering).
+    is, never in a remote executor), ``min_grant_seconds`` (the least CPU an
+    expensive strategy is worth starting with). ``prove`` receives a session of
+    that language's prover. While ``off_reason()`` returns a reason, the engine
+    skips the strategy without opening a session (the llm strategies, once their
+    model server stopped answering). :class:`StrategyDefaults` gives the usual
+    values of the last two.
     """
 
     #: a short stable name, used in the ledger and in reports
@@ -68,5 +70,27 @@ class Strategy(Protocol):
     uses_slot: bool
     #: it needs the ledger (it runs on the driver, never in a remote executor)
     needs_ledger: bool
+    #: a heavy strategy's goal budget keeps this much CPU for it while it waits
+    min_grant_seconds: float
+
+    def off_reason(self) -> str:
+        """Why the strategy is off for the rest of the run ("" while it is on)."""
+
+    def training_cpu_seconds(self) -> float:
+        """CPU seconds its model has spent so far mining earlier proofs (replaying them)."""
 
     async def prove(self, session: Any, goal: Goal, budget: Budget) -> StrategyResult: ...
+
+
+class StrategyDefaults:
+    """The usual values of a :class:`Strategy`'s optional traits, to inherit: no CPU
+    floor, never off."""
+
+    #: no floor: the strategy starts with whatever its goal's budget grants
+    min_grant_seconds: float = 0.0
+
+    def off_reason(self) -> str:
+        return ""
+
+    def training_cpu_seconds(self) -> float:
+        return 0.0

@@ -30,19 +30,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import watchfiles
 
-from ..backends import project_builders
+from ..backends import SOURCE_SUFFIXES, project_builders
 from ..errors import OrchError
 from ..ledger import Ledger
 from ..project.statedir import in_state_dir
 from ..provers.build import ProjectModel
-from ..provers.tasks import cancel_and_wait
+from ..provers.tasks import task_group
 from ..run.pipeline import FileStatus, FillOptions, FillReport, collect_files, fill
 from ..scheduler.governor import CpuGovernor
 from .repair import RepairReport, repair_files
@@ -84,23 +84,26 @@ class _OwnWrites:
         return self.digests.get(path.resolve()) == _digest(text)
 
 
-async def _watch(paths: Sequence[Path], own: _OwnWrites, found: asyncio.Queue[set[Path]]) -> None:
-    """For the whole run: put every batch of user changes to .v files on ``found``."""
+async def _watch(
+    paths: Sequence[Path],
+    own: _OwnWrites,
+    found: asyncio.Queue[set[Path]],
+    stop: asyncio.Event,
+) -> None:
+    """Until ``stop`` is set: put every batch of user changes to source files on ``found``."""
     roots = [p if p.is_dir() else p.parent for p in paths]
+    suffixes = tuple(SOURCE_SUFFIXES)
     async for changes in watchfiles.awatch(
         *roots,
         # not .orch/: verification compiles copies of the files in scratch folders there
-        watch_filter=lambda _change, name: name.endswith(".v") and not in_state_dir(name),
+        watch_filter=lambda _change, name: name.endswith(suffixes) and not in_state_dir(name),
         debounce=300,
         rust_timeout=500,
+        stop_event=stop,
     ):
         theirs = {p for p in (Path(name) for _, name in changes) if not own.is_ours(p)}
         if theirs:
             found.put_nowait(theirs)
-
-
-#: the sources whose broken proofs are repaired (``orch repair``: Coq and Lean)
-_REPAIRED_SUFFIXES = frozenset({".v", ".lean"})
 
 
 class _Repairs:
@@ -125,7 +128,7 @@ class _Repairs:
 
     def edited(self, paths: Sequence[Path]) -> None:
         """The user changed ``paths``: they and the project files that import them need a pass."""
-        changed = {p.resolve() for p in paths if p.suffix in _REPAIRED_SUFFIXES}
+        changed = {p.resolve() for p in paths if p.suffix in SOURCE_SUFFIXES}
         wanted = set(changed)
         for model in self._models(sorted(changed)):
             for file in model.files:  # in dependency order: a dependent after its imports
@@ -144,7 +147,7 @@ class _Repairs:
         blocked = [f.path for f in report.files if f.status is FileStatus.NOT_BUILT]
         needed = [f.path for model in self._models(blocked) for f in model.needed_by(blocked)]
         for path in [*refused, *needed]:
-            if path.suffix in _REPAIRED_SUFFIXES and self.tried.get(path) != _text_digest(path):
+            if path.suffix in SOURCE_SUFFIXES and self.tried.get(path) != _text_digest(path):
                 self.pending.add(path)
 
     def take(self) -> list[Path]:
@@ -161,6 +164,28 @@ def _text_digest(path: Path) -> str:
         return _digest(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return ""
+
+
+async def _cycle_or_change(
+    cycle: Callable[[], Coroutine[Any, Any, FillReport]] | None,
+    changes: asyncio.Queue[set[Path]],
+    timeout: float | None,
+    number: int,
+) -> tuple[FillReport | None, set[Path] | None]:
+    """Run ``cycle`` (when there is one) until it ends, a change arrives or ``timeout``
+    passes, whichever comes first: (its report or None, the change or None). A task group
+    owns both; what did not end is cancelled, and none outlives the call."""
+    async with task_group() as race:
+        change = race.create_task(changes.get(), name="bg-next-change")
+        running: asyncio.Task[FillReport] | None = (
+            race.create_task(cycle(), name=f"bg-cycle-{number}") if cycle else None
+        )
+        waiting: set[asyncio.Task[Any]] = {change} if running is None else {change, running}
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        for task in waiting - done:
+            task.cancel()
+    fill_report = running.result() if running is not None and running in done else None
+    return fill_report, change.result() if change in done else None
 
 
 async def run_background(
@@ -185,7 +210,6 @@ async def run_background(
     own = _OwnWrites()
     report = BackgroundReport()
     changes: asyncio.Queue[set[Path]] = asyncio.Queue()
-    watcher = asyncio.create_task(_watch(paths, own, changes), name="bg-watch")
     repairs = _Repairs(options.orch.build)
 
     async def one_cycle() -> FillReport:
@@ -202,52 +226,44 @@ async def run_background(
         return await fill(paths, ledger, options, governor=governor, on_write=own.record)
 
     searching = True
-    try:
-        while deadline is None or time.monotonic() < deadline:
-            remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            change = asyncio.create_task(changes.get(), name="bg-next-change")
-            cycle: asyncio.Task[FillReport] | None = None
-            if searching:
-                cycle = asyncio.create_task(one_cycle(), name=f"bg-cycle-{report.cycles + 1}")
-            handled = False
-            waiting: set[asyncio.Task[Any]] = {change}
-            if cycle is not None:
-                waiting.add(cycle)
-            done, _ = await asyncio.wait(
-                waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
-            )
-            if cycle is not None and cycle in done:
-                fill_report = cycle.result()
-                report.cycles += 1
-                report.proved += fill_report.proved
-                if repair:
-                    repairs.after_fill(fill_report)
-                # keep going while this cycle still searched something (or has files to repair)
-                searching = any(g.tactics_tried > 0 for g in fill_report.goals) or bool(
-                    repair and repairs.take()
+    stop_watching = asyncio.Event()
+    async with task_group() as group:
+        group.create_task(_watch(paths, own, changes, stop_watching), name="bg-watch")
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                fill_report, changed = await _cycle_or_change(
+                    one_cycle if searching else None, changes, remaining, report.cycles + 1
                 )
-                if on_cycle:
-                    on_cycle(
-                        report.cycles,
-                        fill_report,
-                        "revisiting" if searching else "waiting for changes",
+                if fill_report is not None:
+                    report.cycles += 1
+                    report.proved += fill_report.proved
+                    if repair:
+                        repairs.after_fill(fill_report)
+                    # keep going while this cycle still searched something (or has files
+                    # to repair)
+                    searching = any(g.tactics_tried > 0 for g in fill_report.goals) or bool(
+                        repair and repairs.take()
                     )
-            elif change in done:
-                handled = True
-                changed = change.result()
-                repairs.edited(sorted(changed))
-                report.restarts += 1
-                searching = True
-                if on_cycle:
-                    names = ", ".join(sorted(p.name for p in changed))
-                    on_cycle(report.cycles, None, f"changed by the user: {names}; starting over")
-            for task in (change, cycle):
-                if task is not None and not task.done():
-                    await cancel_and_wait(task)
-            if change.done() and not change.cancelled() and not handled:
-                changes.put_nowait(change.result())  # arrived as a cycle ended: keep it
-    finally:
-        await cancel_and_wait(watcher)
+                    if on_cycle:
+                        on_cycle(
+                            report.cycles,
+                            fill_report,
+                            "revisiting" if searching else "waiting for changes",
+                        )
+                    if changed is not None:
+                        changes.put_nowait(changed)  # arrived as the cycle ended: keep it
+                elif changed is not None:
+                    repairs.edited(sorted(changed))
+                    report.restarts += 1
+                    searching = True
+                    if on_cycle:
+                        names = ", ".join(sorted(p.name for p in changed))
+                        on_cycle(
+                            report.cycles, None, f"changed by the user: {names}; starting over"
+                        )
+        finally:
+            stop_watching.set()
     report.wall_seconds = time.monotonic() - started
     report.governor_trace = [s.fraction for s in governor.trace]
     return report

@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..backends import load_source
+from ..backends import backend_for, load_source
 from ..errors import PathNotFound
 from ..goals import Outcome
 from ..learn import MINING
 from ..ledger import Ledger
-from ..provers.process import TRAFFIC, run_command
+from ..provers.process import TRAFFIC
 from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
 from ..scheduler.governor import CpuGovernor, trace_summary
 
@@ -68,15 +68,15 @@ def _group(rows: list[dict[str, Any]], key: str) -> dict[str, dict[str, float]]:
     return groups
 
 
-async def _recheck(files: list[Path], flags: list[str]) -> dict[str, Any]:
-    """Compile every patched copy from scratch and count the holes left."""
+async def _recheck(files: list[Path]) -> dict[str, Any]:
+    """Compile every patched copy from scratch (as its project says) and count the holes left."""
     compiled = 0
     remaining: dict[str, list[str]] = {}
     cpu = 0.0
     for path in files:
-        run = await run_command(["coqc", *flags, str(path)], cwd=str(path.parent), timeout=900)
+        run = await backend_for(path).compile_alone(path, timeout=900)
         cpu += run.cpu_seconds
-        if run.returncode == 0:
+        if run.ok:
             compiled += 1
         remaining[path.stem] = [hole.goal.name for hole in load_source(path)[1]]
     return {
@@ -151,7 +151,7 @@ async def run_bank(
                 llm = ledger.llm_report()
             finally:
                 ledger.close()
-            recheck = await _recheck(copies, ["-Q", str(workdir), "Bank"])
+            recheck = await _recheck(copies)
             round_summaries.append(
                 {
                     "round": number,
@@ -255,7 +255,11 @@ def _result(
                 "solved": proved and goal_report.goal.name not in remaining,
                 "outcome": goal_report.outcome.value,
                 "strategy": goal_report.strategy if proved else "",
-                "script": " ".join(goal_report.sentences) if proved else "",
+                "script": (
+                    backend_for(goal_report.goal.file).join_script(goal_report.sentences)
+                    if proved
+                    else ""
+                ),
                 "tactics_tried": goal_report.tactics_tried,
                 "cpu_seconds": round(goal_report.cpu_seconds, 4),
                 "wall_seconds": round(goal_report.wall_seconds, 4),

@@ -143,7 +143,10 @@ def parse_blueprint(text: str) -> list[BlueprintNode]:
 def scan_declarations(paths: Iterable[Path]) -> LeanDeclarations:
     """Every declaration in the given ``.lean`` files, with whether it contains ``sorry``
     (an ``axiom`` counts as unproved)."""
-    return LeanDeclarations(backend_named("lean").feature("declarations")(list(paths)))
+    found = backend_named("lean").declarations(list(paths))
+    if found is None:
+        raise ProjectError("the Lean backend reads no declarations")
+    return LeanDeclarations(found)
 
 
 def _set_leanok(text: str, node: BlueprintNode, wanted: bool, after: int) -> tuple[str, int]:

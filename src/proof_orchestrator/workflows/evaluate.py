@@ -1,14 +1,16 @@
-"""``orch eval``: hide each ``Qed`` proof and re-prove it, ours against peers, in one run.
+"""``orch eval``: hide each finished proof and re-prove it, ours against peers, in one run.
 
-For every ``Qed`` proof of the given files, in file order, a session is opened
-just after the lemma's statement, with only what precedes it in scope (the
-file's earlier lemmas with their proofs, and the libraries loaded so far):
-position-faithful. CoqHammer is loaded in front of every file
-(``From Hammer Require Import Hammer``), so that ``hammer`` can run; the files
-to evaluate must not be among the ~200 library modules it loads, or their
-lemmas would be in scope (``orch eval`` refuses such files). Where CoqHammer in
-front breaks a file (``ssrbool`` breaks MSetWeakList.v), the ``hammer`` arms load
-it just before the statement, as fill's side sessions do, and say so in their note.
+The workflow is the language's neutral part; what is a prover's own (which
+proofs are the goals, the peers and how they run, the check of a candidate in
+the goal's own session, the position-faithful audit) is its backend's
+:class:`~proof_orchestrator.provers.abilities.Evaluation`, Coq's in
+:mod:`proof_orchestrator.coq.evaluation` (a language without one is refused).
+
+For every finished proof of the given files, in file order, a session is
+opened just after the lemma's statement, with only what precedes it in scope
+(the file's earlier lemmas with their proofs, and the libraries loaded so far):
+position-faithful. Files that a peer's own load already brings in are refused
+(their lemmas would be in scope).
 
 Each goal is attempted by each *arm*, in an order shuffled per goal, each with
 the same CPU budget:
@@ -17,26 +19,12 @@ the same CPU budget:
   (:meth:`GoalRun.search <proof_orchestrator.run.worker.GoalRun.search>`): the
   default profile's strategies, ranked by the same bandit (learning as the
   evaluation goes, from an empty ledger), the cheap ones first and the
-  expensive ones (best-first search with the k-NN model mined from the
-  file's earlier proofs and retrieved premises, then ``hammer`` in a side
-  session with its proof rebuilt from standard tactics) sharing what is
-  left of the goal's budget. It works in the file as ``orch fill`` does,
-  without CoqHammer in front. One pass, no revisit; its candidate is checked
-  like any arm's (the gate, then ``Qed`` and the axiom audit in the goal's
-  own session);
-* ``hammer`` (``--baseline hammer``): CoqHammer as its users run it,
-  ``Timeout B hammer.`` with CoqHammer's defaults (``Set Hammer GSMode 2``
-  on two cores, as its documentation advises), B the budget. Its CPU time
-  is measured like every arm's, its ATPs included; it is not cut at the CPU
-  budget (Coq's ``Timeout`` is wall-clock, as for a user);
-* ``hammer-capped`` (``--baseline hammer-capped``): ``hammer`` as the
-  portfolio runs it, ATP limit half the budget, reconstruction limit a
-  quarter, killed when coqtop and its ATPs together reach the budget;
-* ``tactics`` (``--baseline tactics``): a standard tactic list (``auto``,
-  ``intuition``, ``lia``, ``congruence``, ``firstorder``, ``intros; subst;
-  auto``, ``simpl; auto``), each under its own timeout (``tactic_seconds``),
-  the whole list tried whatever the budget, with Lia loaded in front of the
-  file instead of CoqHammer;
+  expensive ones sharing what is left of the goal's budget. It works in the
+  file as ``orch fill`` does. One pass, no revisit; its candidate is checked
+  like any arm's (in the goal's own session, then the axiom audit);
+* a peer of the backend (``--baseline NAME``: Coq's ``hammer``,
+  ``hammer-capped`` and ``tactics``, described in
+  :mod:`proof_orchestrator.coq.evaluation`);
 * ``solo:NAME`` (``--baseline solo:search``, ...): one strategy of the
   portfolio's lineup alone, through the same code as ``portfolio`` with a
   lineup of one and the whole budget: where a member proves a goal the
@@ -44,23 +32,22 @@ the same CPU budget:
 
 ``portfolio=False`` (``--no-portfolio``) runs the peers only.
 
-A proof counts only after ``Qed`` succeeds in the session and ``Print
-Assumptions`` shows no axiom other than those the file declares itself and
-the file's trust base as ``orch fill``'s audit allows it (the library axioms
-the file's finished proofs rest on), here position-faithful: the axioms of
-the ``Qed`` proofs *before* the goal (``coq/audit.py``'s ``TrustBase``). The
-report gives, per arm, the solved count and rate, CPU seconds and PAR-2
-(the mean of the CPU time of solved goals and twice the budget for the
-others), and, for the portfolio, which strategy proved what.
+A proof counts only after the prover accepts it in the session and the
+backend's audit shows no axiom other than those the file declares itself and
+its trust base as ``orch fill``'s audit allows it, here position-faithful
+(the proofs *before* the goal). The report gives, per arm, the solved count
+and rate, CPU seconds and PAR-2 (the mean of the CPU time of solved goals and
+twice the budget for the others), and, for the portfolio, which strategy
+proved what.
 
-An arm's CPU time is the prover's (coqtop and the ATPs it ran) plus this
-process's own, all threads (search, ranking, features, and the premise index,
-which is built in a worker thread). For the portfolio it also counts the
-replays that mine the file's earlier proofs for the k-NN model (reported as
-training time too) and the attempts cancelled when another strategy won.
-With ``workers > 1`` files are evaluated in separate processes, so each
-process's CPU time belongs to one arm at a time. Rows are appended to a
-journal as they finish, so a crash loses at most the goal in progress.
+An arm's CPU time is the prover's (its process tree) plus this process's own,
+all threads (search, ranking, features, and the premise index, which is built
+in a worker thread). For the portfolio it also counts the replays that mine
+the file's earlier proofs for the strategies' models (reported as training
+time too) and the attempts cancelled when another strategy won. With
+``workers > 1`` files are evaluated in separate processes, so each process's
+CPU time belongs to one arm at a time. Rows are appended to a journal as they
+finish, so a crash loses at most the goal in progress.
 """
 
 from __future__ import annotations
@@ -84,6 +71,8 @@ from ..config import Settings
 from ..errors import OrchError, PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
+from ..provers.abilities import Evaluation
+from ..provers.backend import Hole
 from ..run.attempts import FileState, GoalItem
 from ..run.lineup import build_lineup
 from ..run.reports import FileReport, FileStatus, FillOptions, FillReport, GoalReport
@@ -94,8 +83,6 @@ from ..strategies.base import StrategyResult
 from .eval_rows import ArmResult, GoalRow, read_journal, row_json
 
 __all__ = [
-    "ARMS",
-    "BASELINES",
     "EvalError",
     "GoalRow",
     "evaluate",
@@ -103,9 +90,6 @@ __all__ = [
     "write_result",
 ]
 
-ARMS = ("portfolio", "hammer", "hammer-capped", "tactics")
-#: the peers ``--baseline`` accepts (and ``solo:NAME`` for a strategy of the lineup)
-BASELINES = ARMS[1:]
 #: the prefix of the arms that run one strategy of the portfolio's lineup alone
 SOLO = "solo:"
 
@@ -114,12 +98,17 @@ class EvalError(OrchError):
     """The files cannot be evaluated as asked."""
 
 
-def _evaluation(path: Path) -> Any:
-    """The Coq side of the evaluation (the backend's ``evaluation`` feature) for ``path``."""
+def _evaluation(path: Path) -> Evaluation:
+    """The evaluation side of ``path``'s backend; :class:`EvalError` for a language that
+    has none (Lean: its peers are not run here)."""
     try:
-        return backend_for(path).feature("evaluation")
-    except (ValueError, OrchError) as exc:
-        raise EvalError(f"{path}: orch eval evaluates Coq files only ({exc})") from exc
+        backend = backend_for(path)
+    except ValueError as exc:
+        raise EvalError(f"{path}: not a prover's file ({exc})") from exc
+    evaluation = backend.evaluation()
+    if evaluation is None:
+        raise EvalError(f"{path}: orch eval has no peers to run for {backend.language} files")
+    return evaluation
 
 
 def par2(rows: Sequence[GoalRow], arm: str, budget: float) -> float:
@@ -175,13 +164,11 @@ class FillPortfolio:
         return self._tools.for_path(path)
 
     def mined_cpu_seconds(self) -> float:
-        """CPU seconds the search's k-NN model has spent replaying earlier proofs so far."""
-        search = self.run.strategies.get("search")
-        models = getattr(search, "models", None)
-        return float(models.cpu_seconds) if models is not None else 0.0
+        """CPU seconds the strategies' models have spent replaying earlier proofs so far."""
+        return sum(s.training_cpu_seconds() for s in self.run.strategies.values())
 
     async def prove(
-        self, path: Path, text: str, hole: Any
+        self, path: Path, text: str, hole: Hole
     ) -> tuple[StrategyResult | None, str, float, str]:
         """(the candidate or None, its strategy, the CPU seconds the pass used, an error).
 
@@ -189,7 +176,7 @@ class FillPortfolio:
         """
         tools = self.tools(path)
         own = time.process_time()
-        state = FileState(path, text, tools, FileReport(path, FileStatus.INTERRUPTED), 1)
+        state = FileState(path, text, tools, FileReport(path, FileStatus.PENDING), 1)
         report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
         goal_id = self.ledger.upsert_goal(hole.goal)
         item = GoalItem(hole, state, goal_id, report, self.options.budget.cpu_seconds)
@@ -270,11 +257,15 @@ async def evaluate(
     stopped; the goals it holds rows for (with the same arms) are not run again,
     their rows are counted as they are.
     """
-    unknown = {b for b in baselines if b not in BASELINES and not b.startswith(SOLO)}
+    files = [p.resolve() for p in paths]
+    # one evaluation side per language of the files
+    kits = list({type(kit): kit for kit in map(_evaluation, files)}.values())
+    known = list(dict.fromkeys(b for kit in kits for b in kit.baselines))
+    unknown = {b for b in baselines if b not in known and not b.startswith(SOLO)}
     if unknown:
         raise EvalError(
             f"unknown baseline(s): {', '.join(sorted(unknown))} "
-            f"({', '.join(BASELINES)}, or {SOLO}NAME for a strategy of the lineup)"
+            f"({', '.join(known)}, or {SOLO}NAME for a strategy of the lineup)"
         )
     if not portfolio and not baselines:
         raise EvalError("nothing to run: no portfolio and no baseline")
@@ -282,8 +273,6 @@ async def evaluate(
         # an unknown strategy name fails here, before any goal is tried
         with tempfile.TemporaryDirectory(prefix="orch-eval-") as scratch:
             FillPortfolio(Budget(budget), Path(scratch), solo[len(SOLO) :]).ledger.close()
-    files = [p.resolve() for p in paths]
-    kits = list({id(kit): kit for kit in map(_evaluation, files)}.values())
     for kit in kits:
         kit.prepare()
     arms = ["portfolio"] * portfolio + list(dict.fromkeys(baselines))
@@ -292,7 +281,7 @@ async def evaluate(
     clashes = [c for kit in kits for c in await kit.clashes(files)]
     if clashes:
         raise EvalError(
-            "not position-faithful: CoqHammer's load already brings in "
+            "not position-faithful: a peer's own load already brings in "
             + ", ".join(clashes)
             + ". Evaluate files that it does not load."
         )
@@ -542,7 +531,7 @@ def _summary(
         # mining each goal's proof after its arms (included in the portfolio's cpu_seconds)
         "training_cpu_seconds": round(training, 2),
         "arms": per_arm,
-        # goals the file does not load up to once CoqHammer is loaded in front of it
+        # goals the file does not load up to once a peer is loaded in front of it
         "unloadable": [
             {"file": r.file, "name": r.name, "reason": r.unloadable[:400]} for r in unloadable
         ],

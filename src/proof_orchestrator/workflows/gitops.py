@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import OrchError
+from ..goals import Outcome
 from ..project.patch import Patch, apply_patches
 from ..project.statedir import make_state_dir
 from ..provers.process import FinishedRun, run_sync
@@ -323,7 +324,7 @@ def publish(
     chosen: list[tuple[Path, str, GoalReport]] = []
     for file_report in report.files:
         proved = [
-            g for g in file_report.goals if g.hole is not None and g.outcome.value == "proved"
+            g for g in file_report.goals if g.hole is not None and g.outcome is Outcome.PROVED
         ]
         if not proved:
             continue

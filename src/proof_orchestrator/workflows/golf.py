@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..backends import backend_for
 from ..errors import (
@@ -36,24 +35,26 @@ from ..errors import (
     SourceSyntaxError,
     UnreadableSource,
 )
-from ..goals import Outcome
+from ..goals import Outcome, RunStatus
 from ..ledger import Ledger
 from ..project.source import read_source
+from ..provers.abilities import Golf
 from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, GoalReport
 from ..run.toolbox import Toolbox
 from ..run.writing import verify_and_write
 from ..scheduler.governor import CpuGovernor
 
-__all__ = ["GolfReport", "GolfedProof", "golf_files", "script_length"]
+__all__ = ["GolfReport", "GolfedProof", "golf_files"]
 
 
-def script_length(sentences: Sequence[str]) -> int:
-    return len(" ".join(s.strip() for s in sentences))
-
-
-def _golf(path: Path) -> Any:
-    """The backend's ``golf`` feature for ``path`` (Coq)."""
-    return backend_for(path).feature("golf")
+def _golf(path: Path) -> Golf:
+    """The golf side of ``path``'s backend (Coq's; :class:`OrchError` for a language
+    whose proofs are not golfed)."""
+    backend = backend_for(path)
+    golf = backend.golf()
+    if golf is None:
+        raise OrchError(f"{path}: orch golf shortens Coq proofs only, not {backend.language}")
+    return golf
 
 
 @dataclass(slots=True)
@@ -145,7 +146,7 @@ async def golf_files(
             golfed: dict[str, GolfedProof] = {}
             for hole, script in proofs:
                 report.proofs += 1
-                report.chars_before += script_length(script)
+                report.chars_before += golf.script_length(script)
                 report.sentences_before += len(script)
                 best = script
                 cpu = 0.0
@@ -157,7 +158,7 @@ async def golf_files(
                 except (ProverError, PrefixError, ScriptRejected):
                     best = script
                 report.cpu_seconds += cpu
-                if script_length(best) < script_length(script):
+                if golf.script_length(best) < golf.script_length(script):
                     goal_id = ledger.upsert_goal(hole.goal)
                     goal_report = GoalReport(hole.goal, Outcome.CANDIDATE, "golf", best, hole=hole)
                     goal_report.cpu_seconds = cpu
@@ -166,7 +167,7 @@ async def golf_files(
                         path, hole.goal.name, script, best, cpu_seconds=cpu
                     )
                 else:
-                    report.chars_after += script_length(script)
+                    report.chars_after += golf.script_length(script)
                     report.sentences_after += len(script)
                     if on_proof:
                         on_proof(None)
@@ -193,7 +194,7 @@ async def golf_files(
                 proof = golfed[reopened.goal.name]
                 proof.accepted = reopened.goal.name in kept
                 final = proof.after if proof.accepted else proof.before
-                report.chars_after += script_length(final)
+                report.chars_after += golf.script_length(final)
                 report.sentences_after += len(final)
                 report.shortened.append(proof)
                 if on_proof:
@@ -204,12 +205,15 @@ async def golf_files(
                     fingerprint=reopened.goal.fingerprint,
                     strategy="golf",
                     outcome=Outcome.PROVED if proof.accepted else Outcome.REJECTED,
-                    tactic=" ".join(proof.after),
+                    tactic=backend_for(path).join_script(proof.after),
                     cpu_seconds=proof.cpu_seconds,
-                    message=f"length {script_length(proof.before)} -> {script_length(proof.after)}",
+                    message=(
+                        f"length {golf.script_length(proof.before)}"
+                        f" -> {golf.script_length(proof.after)}"
+                    ),
                 )
     finally:
         await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
-        ledger.finish_run(run_id, "finished", report.summary())
+        ledger.finish_run(run_id, RunStatus.FINISHED, report.summary())
     return report

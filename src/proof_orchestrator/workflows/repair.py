@@ -45,7 +45,7 @@ from ..errors import (
     SourceSyntaxError,
     UnreadableSource,
 )
-from ..goals import Budget, Goal, Outcome
+from ..goals import Budget, Goal, GoalStatus, Outcome, RunStatus
 from ..ledger import Ledger
 from ..project.source import read_source
 from ..run.attempts import FileState, GoalItem
@@ -55,7 +55,7 @@ from ..run.reports import Candidate, FileReport, FileStatus, FillOptions, FillRe
 from ..run.toolbox import Toolbox, tool_settings
 from ..run.worker import GoalRun
 from ..scheduler.governor import CpuGovernor
-from ..strategies.base import StrategyResult
+from ..strategies.base import StrategyDefaults, StrategyResult
 
 __all__ = [
     "REPAIR_SHARE",
@@ -70,7 +70,7 @@ __all__ = [
 REPAIR_SHARE = 0.5
 
 
-class RepairStrategies:
+class RepairStrategies(StrategyDefaults):
     """The ``repair`` strategy of a run: each broken goal's own (old proof, names),
     looked up by the goal; a goal that is not broken is skipped."""
 
@@ -140,7 +140,7 @@ class FileRepairs:
         """:attr:`original` with the repairs (those of the lemmas named in ``only``, or all)
         written in, as ``orch repair`` would write it."""
         chosen = [(b, s) for b, s in self.repaired if only is None or b.hole.goal.name in only]
-        feature = backend_for(self.path).feature("repair")
+        feature = backend_for(self.path).repair()
         text: str = feature.written_text(self.original, self.detection, chosen, self.admit_broken)
         return text
 
@@ -249,13 +249,21 @@ async def repair_files(
     try:
         for path in _in_dependency_order(files, toolbox):
             await _repair_file(
-                path, ledger, options, toolbox, (first, then), repairs, report, admit_broken,
-                on_goal, on_write,
-            )  # fmt: skip
+                path,
+                ledger,
+                options,
+                toolbox,
+                (first, then),
+                repairs,
+                report,
+                admit_broken,
+                on_goal,
+                on_write,
+            )
     finally:
         await toolbox.aclose()
         report.wall_seconds = time.monotonic() - started
-        ledger.finish_run(run_id, "finished", report.summary())
+        ledger.finish_run(run_id, RunStatus.FINISHED, report.summary())
     return report
 
 
@@ -272,7 +280,7 @@ async def _repair_file(
     on_write: Callable[[Path, str], None] | None = None,
 ) -> None:
     try:
-        repair = backend_for(path).feature("repair")
+        repair = backend_for(path).repair()
         text = read_source(path)
     except (UnreadableSource, SourceSyntaxError, OrchError, ValueError) as exc:
         report.files.append(FileReport(path, FileStatus.UNREADABLE, message=str(exc)))
@@ -297,7 +305,8 @@ async def _repair_file(
     if detection.stuck:
         report.stuck[str(path)] = detection.stuck
     if not detection.broken:
-        _standin_for_dependents(tools, path, text)
+        # the files that import it are built from what it compiles as now
+        tools.stand_in(path, text)
         return
     standin = detection.standin
     state = FileState(path, standin, tools, file_report, len(detection.broken))
@@ -307,20 +316,26 @@ async def _repair_file(
     for broken in detection.broken:
         goal = broken.hole.goal
         row = BrokenGoalReport(
-            path, goal.name, goal.line, broken.kind.value, broken.failing, broken.error,
-            broken.script, goal=goal,
-        )  # fmt: skip
+            path,
+            goal.name,
+            goal.line,
+            broken.kind.value,
+            broken.failing,
+            broken.error,
+            broken.script,
+            goal=goal,
+        )
         report.broken.append(row)
         file_rows.append(row)
         goal_id = ledger.upsert_goal(goal)
-        ledger.set_goal_status(goal_id, "broken")
+        ledger.set_goal_status(goal_id, GoalStatus.BROKEN)
         ledger.record_attempt(
             run_id=report.run_id,
             goal_id=goal_id,
             fingerprint=goal.fingerprint,
             strategy="detect",
             outcome=Outcome.FAILED,
-            tactic=" ".join(broken.script),
+            tactic=backend_for(path).join_script(broken.script),
             message=f"broken ({broken.kind.value}) at {broken.failing}: {broken.error}"[:2000],
         )
         repairs.add(goal, repair.strategy(broken, standin, root))
@@ -345,13 +360,21 @@ async def _repair_file(
         else:
             messages = [r.message for r in outcome.results.values() if r.message]
             row.message = "; ".join(dict.fromkeys(messages))[:500]
-            ledger.set_goal_status(goal_id, "broken")
+            ledger.set_goal_status(goal_id, GoalStatus.BROKEN)
         if on_goal is not None and outcome.winner is None:
             on_goal(row)
     done = await verify_and_write_repairs(
-        path, text, detection, candidates, tools, ledger, report.run_id, file_report,
-        write=not options.dry_run, admit_broken=admit_broken,
-    )  # fmt: skip
+        path,
+        text,
+        detection,
+        candidates,
+        tools,
+        ledger,
+        report.run_id,
+        file_report,
+        write=not options.dry_run,
+        admit_broken=admit_broken,
+    )
     verified: list[tuple[Any, tuple[str, ...]]] = []
     for accepted in done.accepted:
         goal_report, goal_id = accepted.report, accepted.goal_id
@@ -360,7 +383,7 @@ async def _repair_file(
         verified.append((broken, goal_report.sentences))
         if not done.written:
             # verified, not written (a dry run, --git): the repair exists, in the ledger
-            ledger.set_goal_status(goal_id, "repaired")
+            ledger.set_goal_status(goal_id, GoalStatus.REPAIRED)
     repaired = FileRepairs(path, text, file_rows, detection, verified, admit_broken)
     report.repaired_files.append(repaired)
     if done.written and on_write is not None:
@@ -372,11 +395,4 @@ async def _repair_file(
         if on_goal is not None:
             on_goal(row)
     report.cpu_seconds += sum(row.cpu_seconds for row in file_rows)
-    _standin_for_dependents(tools, path, done.standin)
-
-
-def _standin_for_dependents(tools: Any, path: Path, text: str) -> None:
-    """The files that import ``path`` are built from ``text`` (what it compiles as now)."""
-    builder = tools.builder
-    if builder is not None and hasattr(builder, "override"):
-        builder.override(path, text)
+    tools.stand_in(path, done.standin)

@@ -36,7 +36,7 @@ from ...errors import OrchError
 from ...goals import Budget, Goal, Outcome
 from ...learn import ProofExample
 from ...provers.base import TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..learning import LEARNING
 from ..script import passes_gate
 from ..session import NO_NOTATIONS, CoqSession
@@ -264,7 +264,7 @@ def _declared_name(statement: str) -> str:
     return match.group(0).split()[-1] if match else ""
 
 
-class AnalogyStrategy:
+class AnalogyStrategy(StrategyDefaults):
     """The nearest visible proofs, as written and adapted to the goal's names."""
 
     name = "analogy"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ...goals import Goal
 from ...search.proofstate import show_goal
+from ..display import COQ
 from ..session import CoqSession
 from .knn import features, proofs_in_prefix, similarity
 from .retrieval import index_for
@@ -45,9 +46,9 @@ def nearest_proofs(
         body = [s for s in proof.body if s.strip() != "Proof."]
         pool.append((prefix[proof.statement], " ".join(body)))
     pool += [(s, " ".join(script)) for s, script in proved if script]
-    query = features(statement)
+    query = features(statement, COQ)
     scored = sorted(
-        ((similarity(query, features(s)), s, p) for s, p in dict.fromkeys(pool)),
+        ((similarity(query, features(s, COQ)), s, p) for s, p in dict.fromkeys(pool)),
         key=lambda t: -t[0],
     )
     return [(s, p) for score, s, p in scored[:k] if score > 0]

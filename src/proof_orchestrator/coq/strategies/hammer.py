@@ -64,7 +64,7 @@ from collections.abc import Callable
 from ...errors import PrefixError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticResult, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..session import NO_MICROMEGA_CACHE, CoqSession
 from .micro import FixedScripts, _QuickTactics, lia_tactic
 from .proof_terms import printed_terms, term_scripts
@@ -304,7 +304,7 @@ class SautoStrategy(_QuickTactics):
         )
 
 
-class HammerStrategy:
+class HammerStrategy(StrategyDefaults):
     """``hammer`` with its ATPs; the stored proof is a reconstruction that needs no ATP.
 
     In a file that does not load CoqHammer, ``hammer`` runs in a side session

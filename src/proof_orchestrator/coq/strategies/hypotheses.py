@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import re
 
-from ...search.features import COQ
 from ...search.proofstate import hypotheses
+from ..display import COQ
 
 __all__ = ["MAX_HYPOTHESES", "hypothesis_tactics"]
 

@@ -30,6 +30,7 @@ from ...goals import Goal, HoleKind
 from ...learn import FOUND
 from ...provers.base import TacticStatus
 from ...search.features import TacticModel, features, similarity
+from ..display import COQ
 from ..learning import VisibleSource
 from ..session import CoqSession, PrefixError
 from ..syntax import one_sentence
@@ -49,7 +50,7 @@ _LEMMA = re.compile(
 def _statement_features(statement: str) -> dict[int, float]:
     """The features of a visible proof's statement (the same statements come back for
     every model near them: computed once)."""
-    return features(statement)
+    return features(statement, COQ)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +107,7 @@ class FileModels:
     ) -> None:
         #: where the proofs of the loaded modules come from (None: the file's own only)
         self.learning = learning
-        self._seed = [(features(s), script[0]) for s, script in proved if script]
+        self._seed = [(features(s, COQ), script[0]) for s, script in proved if script]
         #: file -> proof name -> its mined (features, tactic) pairs
         self._mined: dict[str, dict[str, list[tuple[dict[int, float], str]]]] = {}
         self._models: OrderedDict[
@@ -136,7 +137,7 @@ class FileModels:
         for proof in fresh[:max_new]:
             pairs = mined[proof.name] = []
             await self._mine(session, prefix, proof, pairs)
-        model = TacticModel(list(self._seed))
+        model = TacticModel(COQ, list(self._seed))
         for proof in proofs:
             model.pairs += mined.get(proof.name, ())
         # the nearest proofs of the modules the session loads (the project files the file
@@ -224,7 +225,7 @@ class FileModels:
             if not result.ok:
                 return
             if not bullet and display:
-                pairs.append((features(display[0]), sentence))
+                pairs.append((features(display[0], COQ), sentence))
             state = result.state
             if result.status is TacticStatus.COMPLETE:
                 return

@@ -36,7 +36,7 @@ from ...llm.settings import (
     probe,
 )
 from ...provers.base import TacticStatus
-from ...strategies.base import Strategy, StrategyResult
+from ...strategies.base import Strategy, StrategyDefaults, StrategyResult
 from ..script import check_script
 from ..session import CoqSession
 from .context import GoalContext, gather_context
@@ -138,7 +138,7 @@ def _skipped(reason: str) -> StrategyResult:
     return StrategyResult(Outcome.SKIPPED, message=reason)
 
 
-class LLMStrategy:
+class LLMStrategy(StrategyDefaults):
     """Whole proofs sampled from a model, each checked by the prover."""
 
     name = "llm"
@@ -274,7 +274,7 @@ class _NextTactics:
         return [(t, 1.0 - i / (2 * self.k)) for i, t in enumerate(passed)]
 
 
-class LLMSearchStrategy:
+class LLMSearchStrategy(StrategyDefaults):
     """Best-first search whose expansions include the model's next tactics."""
 
     name = "llm-search"

@@ -34,7 +34,7 @@ from ...goals import Budget, Goal, HoleKind, Outcome, fingerprint_of
 from ...ledger import Ledger
 from ...ledger.leases import Leases
 from ...provers.base import ProofState, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..script import format_script
 from ..session import CoqSession
 from .micro import (
@@ -81,7 +81,7 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-class MarketStrategy:
+class MarketStrategy(StrategyDefaults):
     """Split the goal, publish stuck subgoals as helper tickets, prove them, retry."""
 
     name = "market"

@@ -30,7 +30,8 @@ from ...errors import PrefixError, SourceSyntaxError
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
 from ...search.features import nearest_first
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
+from ..display import COQ
 from ..learning import LEARNING
 from ..script import passes_gate
 from ..session import NO_MICROMEGA_CACHE, CoqSession
@@ -137,7 +138,7 @@ def expand(templates: Sequence[str], lia: str | None, variable: str | None = Non
     return out
 
 
-class _QuickTactics(abc.ABC):
+class _QuickTactics(StrategyDefaults, abc.ABC):
     """Try one-sentence scripts from the root, first completion wins."""
 
     name = "quick"
@@ -362,7 +363,7 @@ class CachedStrategy(_QuickTactics):
         near = visible.nearest(
             goal.statement, NEAREST_VISIBLE, exclude=(goal.name,), max_sentences=1
         )
-        ordered = nearest_first(goal.statement, self._proved, self._scripts)
+        ordered = nearest_first(goal.statement, self._proved, self._scripts, COQ)
         return [
             s
             for s in dict.fromkeys([*(e.script[0] for _, e in near), *ordered])

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ...strategies.repairing import similar_names
 from ..broken import BrokenProof
 from ..session import CoqSession
@@ -86,7 +86,7 @@ def _replace_name(sentence: str, old: str, new: str) -> str:
     return re.sub(rf"(?<![\w'.]){re.escape(old)}(?![\w'])", new, sentence)
 
 
-class RepairStrategy:
+class RepairStrategy(StrategyDefaults):
     """Repair one broken proof from its old script (see the module's docstring)."""
 
     name = "repair"
@@ -240,9 +240,12 @@ class RepairStrategy:
             head, tail = broken.script[:index], broken.script[index + 1 :]
             variants = [
                 *argument_variants(sentence, lemmas),
-                *(() if index == broken.failing_index else
-                  sentence_variants(sentence, unfold, using, opaque)),
-            ]  # fmt: skip
+                *(
+                    ()
+                    if index == broken.failing_index
+                    else sentence_variants(sentence, unfold, using, opaque)
+                ),
+            ]
             for variant in dict.fromkeys(variants):
                 if spent() >= budget.cpu_seconds:
                     return result(Outcome.TIMEOUT)

@@ -230,8 +230,9 @@ def argument_variants(sentence: str, lemmas: Collection[str]) -> Iterator[str]:
         name, args = parts[0], parts[1:]
         before, after = sentence[:start], sentence[end + 1 :]
 
-        def written(new_args: list[str], name: str = name, before: str = before,
-                    after: str = after) -> str:  # fmt: skip
+        def written(
+            new_args: list[str], name: str = name, before: str = before, after: str = after
+        ) -> str:
             return f"{before}({' '.join([name, *new_args])}){after}"
 
         for position in range(len(args) + 1):

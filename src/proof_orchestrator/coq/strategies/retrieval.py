@@ -29,6 +29,7 @@ from pathlib import Path
 from ...config import cache_folder
 from ...errors import SourceSyntaxError
 from ...search.premises import Premise, PremiseIndex, tokens
+from ..display import COQ
 from ..holes import LEMMA_KEYWORDS
 from ..learning import loaded_libraries, module_source
 from ..session import CoqSession
@@ -152,7 +153,7 @@ def library_premises(modules: Iterable[tuple[str, Path | None]]) -> list[Premise
 @functools.lru_cache(maxsize=16)
 def library_index(modules: tuple[tuple[str, Path | None], ...]) -> PremiseIndex:
     """The index of the lemmas of ``modules`` (built once per set of loaded modules)."""
-    return PremiseIndex(library_premises(modules))
+    return PremiseIndex(library_premises(modules), syntax=COQ)
 
 
 async def loaded_modules(session: CoqSession) -> list[tuple[str, Path | None]]:
@@ -195,7 +196,7 @@ class PremiseIndexes:
             return index
         modules = tuple(await loaded_modules(session))
         index = await asyncio.to_thread(
-            lambda: PremiseIndex(file_premises(session.prefix), library_index(modules))
+            lambda: PremiseIndex(file_premises(session.prefix), library_index(modules), COQ)
         )
         self.built += 1
         self._indexes[key] = index

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..learning import LEARNING
 from ..probe import probe
 from ..script import passes_gate
@@ -103,7 +103,7 @@ def _opening(script: str) -> str | None:
     return "; ".join(head) + "."
 
 
-class RewriteStrategy:
+class RewriteStrategy(StrategyDefaults):
     """A breadth-first search over rewrites with the lemmas the goal can see."""
 
     name = "rewrite"

@@ -45,7 +45,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..probe import probe
 from ..session import CoqSession
 from ..states import CoqStates
@@ -184,7 +184,7 @@ def bulletize(steps: Sequence[str], counts: Sequence[int]) -> list[str]:
     return out
 
 
-class SearchStrategy:
+class SearchStrategy(StrategyDefaults):
     """Best-first search with learned, retrieved, closing and structural candidates."""
 
     name = "search"
@@ -211,6 +211,9 @@ class SearchStrategy:
         self.per_node = per_node
         #: ask coqtop which candidates could take a step before running them (:mod:`..probe`)
         self.probe = probe
+
+    def training_cpu_seconds(self) -> float:
+        return float(self.models.cpu_seconds)
 
     async def _candidates(
         self,

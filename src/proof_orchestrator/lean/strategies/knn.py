@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import ProverError, SourceSyntaxError
-from ...search.features import LEAN, TacticModel, features
+from ...search.features import TacticModel, features
+from ..display import LEAN
 from ..holes import command_spans, lex
 from ..session import LeanSession
 from .premises import header_imports, import_closure
@@ -110,7 +111,7 @@ class LeanModels:
             return cached
         before = session.cpu_seconds()
         try:
-            model = TacticModel(list(self._seed), LEAN)
+            model = TacticModel(LEAN, list(self._seed))
             try:
                 spans = finished_lines(session.source, end)
             except SourceSyntaxError:

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...errors import SourceSyntaxError
-from ...search.features import LEAN
 from ...search.premises import Premise, PremiseIndex
+from ..display import LEAN
 from ..holes import _commands, _keyword, lex
 
 __all__ = [

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Sequence
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ...strategies.repairing import similar_names
 from ..broken import BrokenProof, relative_sentence
 from ..session import LeanSession
@@ -79,7 +79,7 @@ def variants(tactic: str, unfold: Sequence[str]) -> Iterator[tuple[str, ...]]:
     yield (f"{body} <;> simp_all",)
 
 
-class LeanRepairStrategy:
+class LeanRepairStrategy(StrategyDefaults):
     """Repair one broken Lean proof from its old tactics (see the module's docstring)."""
 
     name = "repair"

@@ -37,7 +37,7 @@ from ...goals import Budget, Goal, Outcome
 from ...search.bestfirst import Expander, SearchEnd, best_first, search_limits
 from ...search.premises import PremiseIndex
 from ...search.proofstate import Hypothesis
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..session import LeanSession
 from .knn import LeanModels
 from .premises import LEAN_INDEXES, LeanPremiseIndexes
@@ -171,7 +171,7 @@ def structural_steps(goal: str) -> list[str]:
     return steps
 
 
-class LeanSearchStrategy:
+class LeanSearchStrategy(StrategyDefaults):
     """Best-first search over REPL proof states with learned, closing, hypothesis,
     premise and structural candidates."""
 
@@ -195,6 +195,9 @@ class LeanSearchStrategy:
         self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.per_node = per_node
+
+    def training_cpu_seconds(self) -> float:
+        return float(self.models.cpu_seconds)
 
     async def prove(self, session: LeanSession, goal: Goal, budget: Budget) -> StrategyResult:
         started = time.monotonic()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import TacticStatus
-from ...strategies.base import StrategyResult
+from ...strategies.base import StrategyDefaults, StrategyResult
 from ..session import LeanSession
 
 __all__ = [
@@ -137,7 +137,7 @@ def suggestions(message: str) -> list[str]:
     return found
 
 
-class LeanQuickStrategy:
+class LeanQuickStrategy(StrategyDefaults):
     """One tactic at a time from the root; a search tactic's suggestion becomes the proof."""
 
     name = "lean-quick"
