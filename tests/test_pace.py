@@ -84,3 +84,30 @@ def test_no_estimate_before_the_first_pass_and_none_left_at_the_end() -> None:
     pace.pass_ended(revisit=False, cpu_seconds=2.0, requeued=False)
     assert pace.eta_seconds(10) == 18.0  # nine more goals at 2 CPU s each, 1 CPU s per s
     assert pace.eta_seconds(1) == 0.0
+
+
+def test_the_rate_follows_the_machine_when_other_work_slows_the_run_down() -> None:
+    """100 goals of 1 CPU s each; after the 50th, other work leaves the run a quarter of
+    the CPU it had. At 80 % of the goals the estimate uses the recent rate: the rate
+    since the start would say 42 s where 80 s are left."""
+    clock = Clock()
+    pace = PaceModel(clock=clock)
+    pace.pass_started()
+    estimate = None
+    for goal in range(80):
+        clock.now += 1.0 if goal < 50 else 4.0
+        pace.pass_ended(revisit=False, cpu_seconds=1.0, requeued=False)
+        estimate = pace.eta_seconds(100)
+    assert estimate is not None
+    truth = 20 * 4.0
+    assert truth / 1.5 <= estimate <= truth * 1.5, estimate
+
+
+def test_what_running_passes_used_counts_as_spent_and_as_done() -> None:
+    clock = Clock()
+    pace = PaceModel(clock=clock)
+    pace.pass_started()
+    clock.now += 10.0
+    pace.pass_ended(revisit=False, cpu_seconds=5.0, requeued=False)
+    # 5 CPU s in 10 s, and a running pass has used 5 more: 1 CPU s per s, not 0.5
+    assert pace.eta_seconds(3, in_flight_cpu=5.0) == 5.0  # 2 x 5 s left, 5 of them spent

@@ -139,7 +139,8 @@ class LiveBoard:
         """
         if self.total and self.total <= self.done:
             return 0.0
-        return self.pace.eta_seconds(self.total)
+        running = sum(s.meter() for s in list(self.slots.values()) if s.meter is not None)
+        return self.pace.eta_seconds(self.total, running)
 
     def snapshot(self, *, queue: int, governor: CpuGovernor | None) -> dict[str, Any]:
         """The JSON document published for this run."""

@@ -11,15 +11,18 @@ instead:
   (queued, or expected at the rate first passes have timed out), the mean CPU
   of a revisit (before any revisit ended: twice the mean of the first passes
   that timed out, since a revisit has twice their budget);
-* the rate is the CPU the passes that ended used, over the time since the
-  search started (the build before it is not counted).
+* the rate is the CPU the passes spent (those that ended, and what the ones
+  running have used so far) over the recent past: the last third of the
+  search, at least a minute. A machine that other work loads, or stops
+  loading, changes the rate; the build before the search is not counted.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["PaceModel"]
 
@@ -40,6 +43,8 @@ class PaceModel:
     revisit_cpu: float = 0.0
     #: revisits queued and not ended yet
     revisits_waiting: int = 0
+    #: (time, CPU spent so far) at each estimate: the recent rate
+    curve: deque[tuple[float, float]] = field(default_factory=lambda: deque(maxlen=4096))
 
     def pass_started(self) -> None:
         if self.started is None:
@@ -61,13 +66,18 @@ class PaceModel:
         if requeued:
             self.revisits_waiting += 1
 
-    def eta_seconds(self, goals: int) -> float | None:
-        """Seconds left for a run of ``goals`` goals (None until a first pass has ended)."""
+    def eta_seconds(self, goals: int, in_flight_cpu: float = 0.0) -> float | None:
+        """Seconds left for a run of ``goals`` goals (None until a first pass has ended).
+
+        ``in_flight_cpu``: what the passes running now have used so far.
+        """
         if self.started is None or not self.first_passes:
             return None
-        spent = self.first_cpu + self.revisit_cpu
-        elapsed = self.clock() - self.started
-        if spent <= 0 or elapsed <= 0:
+        now = self.clock()
+        spent = self.first_cpu + self.revisit_cpu + max(0.0, in_flight_cpu)
+        self.curve.append((now, spent))
+        rate = self._rate(now, spent)
+        if rate is None:
             return None
         first_left = max(0, goals - self.first_passes)
         first_mean = self.first_cpu / self.first_passes
@@ -82,4 +92,16 @@ class PaceModel:
             first_left * first_mean
             + (self.revisits_waiting + first_left * timeout_rate) * revisit_mean
         )
-        return round(left / (spent / elapsed), 1)
+        return round(max(0.0, left - max(0.0, in_flight_cpu)) / rate, 1)
+
+    def _rate(self, now: float, spent: float) -> float | None:
+        """CPU seconds spent per second over the recent past (see the module's docstring)."""
+        assert self.started is not None
+        elapsed = now - self.started
+        if spent <= 0 or elapsed <= 0:
+            return None
+        window = max(60.0, elapsed / 3)
+        since = next(((t, c) for t, c in self.curve if t >= now - window), None)
+        if since is None or now - since[0] < 30.0 or spent <= since[1]:
+            return spent / elapsed
+        return (spent - since[1]) / (now - since[0])
