@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sqlite3
 import subprocess
@@ -232,3 +233,47 @@ async def test_prioritized_lemma_is_worked_on_first(
     ]
     assert started[0] == "l3"
     assert len(order) == 4
+
+
+def test_bg_does_not_cycle_on_a_proof_the_audit_refuses(tmp_path: Path) -> None:
+    """The only proof of the hole uses an axiom of the project (the audit refuses it).
+    The strategies find that script again at once; it is no candidate while the file is
+    the same, so the goal's budget grows to the cap and bg waits for changes (before:
+    62 cycles in 30 s, the same refusal each time)."""
+    (tmp_path / "Ax.v").write_text("Axiom excluded : forall P : Prop, P \\/ ~ P.\n")
+    (tmp_path / "_CoqProject").write_text("-Q . Loop\nAx.v\nUse.v\n")
+    use = tmp_path / "Use.v"
+    text = (
+        "Require Import Loop.Ax.\n"
+        "Lemma em_any : forall P : Prop, P \\/ ~ P.\nProof.\nAdmitted.\n"
+    )
+    use.write_text(text)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "proof_orchestrator.cli",
+            "bg",
+            str(tmp_path),
+            "--profile",
+            "0",
+            "--budget",
+            "2",
+            "--budget-cap",
+            "8",
+            "--duration",
+            "25",
+            "--json",
+            "--db",
+            str(tmp_path / "l.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    summary = json.loads(run.stdout)
+    assert summary["proved"] == 0
+    assert summary["cycles"] <= 5, run.stderr
+    assert run.stderr.rstrip().endswith("waiting for changes"), run.stderr
+    assert use.read_text() == text

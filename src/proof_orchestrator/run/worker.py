@@ -29,10 +29,11 @@ from ..scheduler.governor import CpuGovernor
 from ..scheduler.portfolio import RaceResult
 from ..scheduler.queue import GoalQueue, priority
 from ..search.features import similarity as cosine
-from ..strategies.base import Strategy
+from ..strategies.base import Strategy, StrategyResult
 from .attempts import NO_BUDGET_LEFT, AttemptRunner, FileState, GoalItem
 from .checking import leans_on, replay_script
 from .live import LiveBoard
+from .refusals import REFUSED
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -258,7 +259,9 @@ class GoalRun:
         """One pass of the goal's strategies (:meth:`.attempts.AttemptRunner.goal_pass`).
 
         A candidate that names another hole of the file likely rests on it: a
-        closed one found by another strategy within the budget is preferred.
+        closed one found by another strategy within the budget is preferred. A
+        script the whole-file check already refused in this text of the file
+        (:mod:`.refusals`) is no candidate: the pass goes on without it.
         """
         own = {item.hole.goal.name, hole_name(item.hole)}
         others = (
@@ -267,9 +270,18 @@ class GoalRun:
             )
             - own
         )
-        if not others:
-            return await self.runner.goal_pass(item)
-        return await self.runner.goal_pass(item, lambda r: not leans_on(r.sentences, others))
+        fingerprint, text = item.hole.goal.fingerprint, item.file.text
+
+        def refused(result: StrategyResult) -> bool:
+            return REFUSED.refused(fingerprint, text, result.sentences)
+
+        def final(result: StrategyResult) -> bool:
+            return not refused(result) and not leans_on(result.sentences, others)
+
+        outcome = await self.runner.goal_pass(item, final)
+        if outcome.winner is not None and refused(outcome.results[outcome.winner]):
+            outcome.winner = None  # only refused scripts came: nothing was found
+        return outcome
 
     def candidate_script(self, item: GoalItem) -> tuple[str, ...] | None:
         """The newest unverified candidate the ledger holds for this goal, as sentences."""
