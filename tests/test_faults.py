@@ -6,6 +6,7 @@ and stop it mid-run. The disk test mounts a small tmpfs (root only) and fills it
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -174,15 +175,14 @@ Admitted.
 """
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 256 KiB tmpfs mounted for this test (root only)."""
+@contextlib.contextmanager
+def _tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``mount`` (root only) for the block."""
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    mount = tmp_path / "disk"
     mount.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
         check=False,
@@ -193,6 +193,20 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         yield mount
     finally:
         subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 256 KiB tmpfs mounted for this test (root only)."""
+    with _tmpfs(tmp_path / "disk", "256k") as mount:
+        yield mount
+
+
+@pytest.fixture
+def ledger_disk(tmp_path: Path) -> Iterator[Path]:
+    """An 8 MiB tmpfs (room for a ledger) mounted for this test (root only)."""
+    with _tmpfs(tmp_path / "disk", "8m") as mount:
+        yield mount
 
 
 def _fill_up(folder: Path) -> None:
@@ -261,3 +275,32 @@ def test_an_io_error_during_the_write_removes_the_temporary_file(
     assert caught.value.errno == errno.EIO
     assert path.read_bytes() == b"old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["A.v"]
+
+
+def test_bg_waits_out_a_full_ledger_disk_and_goes_on(ledger_disk: Path, tmp_path: Path) -> None:
+    """The ledger's disk fills while ``orch bg`` runs: the cycle that cannot write ends
+    with one line, bg waits and goes on, and once there is room it proves the hole an
+    edit added while the disk was full (before: bg exited with status 1)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    source = project / "A.v"
+    source.write_text("Lemma a : forall n : nat, 0 + n = n.\nAdmitted.\n", encoding="utf-8")
+    db = ledger_disk / "ledger.sqlite"
+    run = _orch("bg", str(project), "--duration", "60", "--profile", "0", "--db", f"sqlite:///{db}")
+    deadline = time.monotonic() + 40
+    while "Qed." not in source.read_text(encoding="utf-8") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert "Qed." in source.read_text(encoding="utf-8")
+    time.sleep(1.0)
+    _fill_up(ledger_disk)
+    with source.open("a", encoding="utf-8") as handle:
+        handle.write("Lemma b : forall b : bool, negb (negb b) = b.\nAdmitted.\n")
+    time.sleep(12.0)  # an edit with the disk full: the cycle cannot record its attempts
+    assert run.poll() is None, run.communicate()
+    (ledger_disk / "filler").unlink()
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 0, err[-3000:]
+    assert "trying again in" in err
+    assert "Traceback" not in err
+    assert source.read_text(encoding="utf-8").count("Qed.") == 2
+    assert coqc_ok(source)

@@ -318,6 +318,14 @@ def bg_command(
             f"cycle {number}: {report.proved}/{len(report.goals)} holes proved, "
             f"{report.cpu_seconds:.1f} CPU s; {next_step}"
         )
+        for file in report.files:
+            if file.status in (FileStatus.CHANGED, FileStatus.WRITE_FAILED):
+                # verified proofs stay in the ledger; the next cycle writes them
+                console.print(
+                    f"  {file.path.name}: proofs not written: {file.message}",
+                    markup=False,
+                    highlight=False,
+                )
 
     def repaired(report: RepairReport) -> None:
         for proof in report.broken:
@@ -359,6 +367,7 @@ def bg_command(
                     "restarts": result.restarts,
                     "broken": result.broken,
                     "repaired": result.repaired,
+                    "ledger_errors": result.ledger_errors,
                     "wall_seconds": round(result.wall_seconds, 3),
                     "mean_cpu_fraction": round(mean, 4),
                 }

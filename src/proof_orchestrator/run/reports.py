@@ -229,4 +229,10 @@ def summarize(report: FillReport) -> dict[str, object]:
         "strategy_plan": report.strategy_plan,
         "build": report.build,
         "unchecked_files": len(report.unchecked),
+        # verified proofs that stay in the ledger, not written (a later run writes them)
+        "not_written": [
+            {"path": str(f.path), "status": f.status.value, "message": f.message}
+            for f in report.files
+            if f.status in (FileStatus.CHANGED, FileStatus.WRITE_FAILED)
+        ],
     }

@@ -38,7 +38,7 @@ from typing import Any
 import watchfiles
 
 from ..backends import SOURCE_SUFFIXES, project_builders
-from ..errors import OrchError
+from ..errors import LedgerError, OrchError
 from ..ledger import Ledger
 from ..project.statedir import in_state_dir
 from ..provers.build import ProjectModel
@@ -50,6 +50,12 @@ from .repair import RepairReport, repair_files
 __all__ = ["BackgroundReport", "run_background"]
 
 
+#: seconds bg waits after the ledger could not be written, doubled each time in a row...
+LEDGER_PAUSE = 5.0
+#: ... up to this
+LEDGER_PAUSE_MAX = 120.0
+
+
 @dataclass(slots=True)
 class BackgroundReport:
     cycles: int = 0
@@ -59,6 +65,9 @@ class BackgroundReport:
     #: broken proofs found, and those repaired (written)
     broken: int = 0
     repaired: int = 0
+    #: cycles that ended because the ledger could not be written (disk full, database
+    #: down); bg waited and went on
+    ledger_errors: int = 0
     wall_seconds: float = 0.0
     governor_trace: list[float] = field(default_factory=list)
 
@@ -226,16 +235,33 @@ async def run_background(
         return await fill(paths, ledger, options, governor=governor, on_write=own.record)
 
     searching = True
+    in_a_row = 0  # cycles in a row that the ledger stopped
     stop_watching = asyncio.Event()
     async with task_group() as group:
         group.create_task(_watch(paths, own, changes, stop_watching), name="bg-watch")
         try:
             while deadline is None or time.monotonic() < deadline:
                 remaining = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-                fill_report, changed = await _cycle_or_change(
-                    one_cycle if searching else None, changes, remaining, report.cycles + 1
-                )
+                try:
+                    fill_report, changed = await _cycle_or_change(
+                        one_cycle if searching else None, changes, remaining, report.cycles + 1
+                    )
+                except LedgerError as exc:
+                    # the disk is full or the database is down: nothing was written that
+                    # the ledger does not hold; wait (or for an edit) and go on
+                    report.ledger_errors += 1
+                    in_a_row += 1
+                    pause = min(LEDGER_PAUSE * 2 ** (in_a_row - 1), LEDGER_PAUSE_MAX)
+                    if on_cycle:
+                        on_cycle(report.cycles, None, f"{exc}; trying again in {pause:.0f} s")
+                    wait = pause if remaining is None else min(pause, remaining)
+                    _, changed = await _cycle_or_change(None, changes, wait, report.cycles + 1)
+                    if changed is not None:
+                        changes.put_nowait(changed)
+                    searching = True
+                    continue
                 if fill_report is not None:
+                    in_a_row = 0
                     report.cycles += 1
                     report.proved += fill_report.proved
                     if repair:
