@@ -41,10 +41,20 @@ LOOPBACK = {
 }
 
 
+#: every port handed out in this process: the kernel may give a port that was just
+#: released again, and two components of one node on one port stop the node
+_GIVEN: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A free port on 127.0.0.1 that no earlier call returned."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 @dataclass(slots=True)

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from typer.testing import CliRunner
 
-from proof_orchestrator.cli import app
+from proof_orchestrator.cli import app, common
 
 from .conftest import coqc_ok
 
@@ -216,7 +217,9 @@ def test_config_shows_where_each_value_comes_from(tmp_path: Path) -> None:
     assert "env ORCH_PORTFOLIO" in result.stdout
 
 
-def test_config_shows_the_llm_table_of_pyproject_without_the_key(tmp_path: Path) -> None:
+def test_config_shows_the_llm_table_of_pyproject_without_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.orch]\nseed = 7\n[tool.orch.llm]\nmodel = "m"\napi_key = "secret"\n'
     )
@@ -226,5 +229,7 @@ def test_config_shows_the_llm_table_of_pyproject_without_the_key(tmp_path: Path)
     assert shown["llm.model"] == {"value": "", "source": "env ORCH_LLM_MODEL"}
     assert shown["llm.api_key"]["source"].endswith("pyproject.toml [tool.orch.llm]")
     assert "secret" not in result.stdout
-    table = runner.invoke(app, ["config", str(tmp_path)], env={"COLUMNS": "200"})
+    # the console was made when the CLI was imported: COLUMNS now would not reach it
+    monkeypatch.setattr(common.out, "width", 200)
+    table = runner.invoke(app, ["config", str(tmp_path)])
     assert "pyproject.toml [tool.orch.llm]" in table.stdout

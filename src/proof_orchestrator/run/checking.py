@@ -27,7 +27,6 @@ from ..goals import Budget, GoalStatus, HoleUse, Outcome
 from ..ledger import Ledger
 from ..project.patch import apply_patches
 from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
-from .refusals import REFUSED
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w'.]*")
@@ -126,7 +125,6 @@ async def verify_candidates(
             message=detail,
         )
         ledger.set_goal_status(item.goal_id, GoalStatus.REJECTED)
-        REFUSED.add(goal_report.goal.fingerprint, text, goal_report.sentences)
 
     def reason(item: Candidate, result: VerificationResult) -> str:
         refused = result.holes_used.get(item.hole.goal.qualified_name, ())

@@ -57,6 +57,7 @@ from .building import build_needed, explain_failure
 from .executors import AttemptRequest, RayExecutor
 from .lineup import build_lineup
 from .live import LivePublisher
+from .refusals import Refusals
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -155,12 +156,14 @@ async def fill(
     governor: CpuGovernor | None = None,
     on_write: Callable[[Path, str], None] | None = None,
     on_build: StepCallback | None = None,
+    refusals: Refusals | None = None,
 ) -> FillReport:
     """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything.
 
     First the files that the files with holes import are built (``on_build`` sees
     each step); ``on_files`` then gets the files whose holes are searched (those
-    that could be checked), and ``on_goal`` each of their goals as it ends."""
+    that could be checked), and ``on_goal`` each of their goals as it ends.
+    ``refusals``: the scripts refused earlier (``orch bg`` passes its own)."""
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
@@ -185,7 +188,7 @@ async def fill(
         },
         report.prover_version,
     )
-    run = GoalRun(ledger, options, strategies, report, governor, on_goal)
+    run = GoalRun(ledger, options, strategies, report, governor, on_goal, refusals)
     run.on_write = on_write
     publisher = LivePublisher(
         ledger,

@@ -1,4 +1,4 @@
-"""Scripts the whole-file check refused, per goal and file text, for this process.
+"""Scripts the whole-file check refused, per goal and file text, for one run or one ``orch bg``.
 
 A script the check refused (it does not compile in the file, or the axiom
 audit finds something new in it) is refused again as long as the file's text
@@ -8,7 +8,8 @@ other strategies. Without this, ``orch bg`` cycled without end on a goal
 whose only proof the audit refuses (the ``cached`` strategy offered it again
 at once, every cycle). The record is kept per file text, not in the ledger:
 once the file changes (a neighbour is proved, an import is added), the same
-script may pass.
+script may pass. A run keeps its own (``orch bg`` one for all its cycles):
+what the check refuses depends on the run's settings (``--strict-holes``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-__all__ = ["REFUSED", "Refusals"]
+__all__ = ["Refusals"]
 
 
 def _key(fingerprint: str, text: str) -> tuple[str, str]:
@@ -41,7 +42,3 @@ class Refusals:
 
     def clear(self) -> None:
         self._refused.clear()
-
-
-#: this process's record
-REFUSED = Refusals()

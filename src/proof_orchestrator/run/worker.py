@@ -33,7 +33,7 @@ from ..strategies.base import Strategy, StrategyResult
 from .attempts import NO_BUDGET_LEFT, AttemptRunner, FileState, GoalItem
 from .checking import leans_on, replay_script
 from .live import LiveBoard
-from .refusals import REFUSED
+from .refusals import Refusals
 from .reports import (
     CANDIDATE_REPLAY,
     LEDGER_REPLAY,
@@ -77,12 +77,15 @@ class GoalRun:
         report: FillReport,
         governor: CpuGovernor,
         on_goal: GoalCallback | None,
+        refusals: Refusals | None = None,
     ) -> None:
         self.ledger = ledger
         self.options = options
         self.report = report
         self.governor = governor
         self.on_goal = on_goal
+        #: the scripts the whole-file check refused (``orch bg`` keeps one across cycles)
+        self.refusals = refusals if refusals is not None else Refusals()
         self.bandit = Bandit(
             options.orch.bandit, random.Random(options.orch.seed), ledger.load_bandit()
         )
@@ -273,7 +276,7 @@ class GoalRun:
         fingerprint, text = item.hole.goal.fingerprint, item.file.text
 
         def refused(result: StrategyResult) -> bool:
-            return REFUSED.refused(fingerprint, text, result.sentences)
+            return self.refusals.refused(fingerprint, text, result.sentences)
 
         def final(result: StrategyResult) -> bool:
             return not refused(result) and not leans_on(result.sentences, others)
@@ -390,6 +393,8 @@ class GoalRun:
         if done is not None and done.written and self.on_write is not None:
             self.on_write(state.path, done.text)
         for item in state.candidates:
+            if item.report.outcome is Outcome.REJECTED:
+                self.refusals.add(item.report.goal.fingerprint, state.text, item.report.sentences)
             if self.on_goal:
                 self.on_goal(item.report)
         state.report.written = done is not None and done.written

@@ -44,6 +44,7 @@ from ..project.statedir import in_state_dir
 from ..provers.build import ProjectModel
 from ..provers.tasks import task_group
 from ..run.pipeline import FileStatus, FillOptions, FillReport, collect_files, fill
+from ..run.refusals import Refusals
 from ..scheduler.governor import CpuGovernor
 from .repair import RepairReport, repair_files
 
@@ -220,6 +221,8 @@ async def run_background(
     report = BackgroundReport()
     changes: asyncio.Queue[set[Path]] = asyncio.Queue()
     repairs = _Repairs(options.orch.build)
+    #: what the whole-file check refused, for every cycle (a refusal is not searched again)
+    refusals = Refusals()
 
     async def one_cycle() -> FillReport:
         todo = repairs.take() if repair else []
@@ -232,7 +235,9 @@ async def run_background(
             report.repaired += sum(1 for b in repaired.broken if b.repaired)
             if on_repair is not None:
                 on_repair(repaired)
-        return await fill(paths, ledger, options, governor=governor, on_write=own.record)
+        return await fill(
+            paths, ledger, options, governor=governor, on_write=own.record, refusals=refusals
+        )
 
     searching = True
     in_a_row = 0  # cycles in a row that the ledger stopped
