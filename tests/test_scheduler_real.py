@@ -244,8 +244,7 @@ def test_bg_does_not_cycle_on_a_proof_the_audit_refuses(tmp_path: Path) -> None:
     (tmp_path / "_CoqProject").write_text("-Q . Loop\nAx.v\nUse.v\n")
     use = tmp_path / "Use.v"
     text = (
-        "Require Import Loop.Ax.\n"
-        "Lemma em_any : forall P : Prop, P \\/ ~ P.\nProof.\nAdmitted.\n"
+        "Require Import Loop.Ax.\nLemma em_any : forall P : Prop, P \\/ ~ P.\nProof.\nAdmitted.\n"
     )
     use.write_text(text)
     run = subprocess.run(
