@@ -192,6 +192,7 @@ def fill_command(
                     on_goal=tracker.goal,
                     on_files=tracker.files,
                     on_build=tracker.build.step,
+                    on_board=tracker.follow,
                 )
             )
     except OrchError as exc:

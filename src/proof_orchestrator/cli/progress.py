@@ -21,21 +21,33 @@ from rich.table import Table
 
 from ..goals import Outcome
 from ..provers.build import BuildStep
+from ..run.live import LiveBoard
 from ..run.pipeline import GoalReport
 from ..workflows.evaluate import GoalRow
 from .common import console
 
 
-def progress_bar() -> Progress:
+def progress_bar(own_eta: bool = False) -> Progress:
+    """The bar of a long command. With ``own_eta`` the ETA is the task's ``eta`` field
+    (the run's own estimate, :mod:`proof_orchestrator.run.pace`), else Rich's guess
+    from the bar's recent speed."""
+    eta = TextColumn("ETA {task.fields[eta]}") if own_eta else TimeRemainingColumn()
     return Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("proved {task.fields[proved]}"),
         TimeElapsedColumn(),
-        TextColumn("ETA"),
-        TimeRemainingColumn(),
+        *([eta] if own_eta else [TextColumn("ETA"), eta]),
     )
+
+
+def eta_text(seconds: float | None) -> str:
+    """``-:--:--`` until there is an estimate, else ``H:MM:SS``."""
+    if seconds is None:
+        return "-:--:--"
+    whole = round(seconds)
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
 
 
 @contextlib.contextmanager
@@ -82,8 +94,10 @@ class Tracker:
     """Live terminal view: a progress bar with ETA and a table of wins per strategy."""
 
     def __init__(self, description: str) -> None:
-        self.progress = progress_bar()
-        self.task = self.progress.add_task(description, total=None, proved=0)
+        self.progress = progress_bar(own_eta=True)
+        self.task = self.progress.add_task(description, total=None, proved=0, eta=eta_text(None))
+        #: the running fill's live board, whose ETA the bar shows (the dashboard's too)
+        self.board: LiveBoard | None = None
         self.proved = 0
         self.expected = 0
         self.wins: dict[str, int] = {}
@@ -104,7 +118,12 @@ class Tracker:
             self.cpu[report.strategy] = self.cpu.get(report.strategy, 0.0) + report.cpu_seconds
         self.progress.update(self.task, advance=1, proved=self.proved)
 
+    def follow(self, board: LiveBoard) -> None:
+        self.board = board
+
     def __rich__(self) -> Group:
+        if self.board is not None:
+            self.progress.update(self.task, eta=eta_text(self.board.eta_seconds()))
         table = Table(title="wins by strategy", title_justify="left")
         for column in ("strategy", "proofs", "CPU s"):
             table.add_column(column)

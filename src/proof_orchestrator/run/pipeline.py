@@ -56,7 +56,7 @@ from .attempts import FileState, GoalItem
 from .building import build_needed, explain_failure
 from .executors import AttemptRequest, RayExecutor
 from .lineup import build_lineup
-from .live import LivePublisher
+from .live import LiveBoard, LivePublisher
 from .refusals import Refusals
 from .reports import (
     CANDIDATE_REPLAY,
@@ -157,13 +157,15 @@ async def fill(
     on_write: Callable[[Path, str], None] | None = None,
     on_build: StepCallback | None = None,
     refusals: Refusals | None = None,
+    on_board: Callable[[LiveBoard], None] | None = None,
 ) -> FillReport:
     """Fill the holes of ``paths``. Raises :class:`PathNotFound` before doing anything.
 
     First the files that the files with holes import are built (``on_build`` sees
     each step); ``on_files`` then gets the files whose holes are searched (those
     that could be checked), and ``on_goal`` each of their goals as it ends.
-    ``refusals``: the scripts refused earlier (``orch bg`` passes its own)."""
+    ``refusals``: the scripts refused earlier (``orch bg`` passes its own);
+    ``on_board`` gets the run's live board (what it does now, its ETA)."""
     options = options or FillOptions()
     files = collect_files(paths)
     if strategies is None:
@@ -190,6 +192,8 @@ async def fill(
     )
     run = GoalRun(ledger, options, strategies, report, governor, on_goal, refusals)
     run.on_write = on_write
+    if on_board is not None:
+        on_board(run.live)
     publisher = LivePublisher(
         ledger,
         run.run_id,
