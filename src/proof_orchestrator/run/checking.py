@@ -19,14 +19,14 @@ import time
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..backends import backend_for
 from ..errors import PrefixError, ProverError
 from ..goals import Budget, GoalStatus, HoleUse, Outcome
 from ..ledger import Ledger
 from ..project.patch import apply_patches
-from ..provers.base import TacticStatus, Verdict, VerificationResult, Verifier
+from ..provers.backend import Hole
+from ..provers.base import ProofSession, TacticStatus, Verdict, VerificationResult, Verifier
 from .reports import LEDGER_REPLAY, Candidate, FileReport, GoalReport
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w'.]*")
@@ -43,8 +43,8 @@ __all__ = [
 
 
 async def replay_script(
-    hole: Any,
-    opening: AbstractAsyncContextManager[Any],
+    hole: Hole,
+    opening: AbstractAsyncContextManager[ProofSession],
     sentences: tuple[str, ...],
     budget: Budget,
 ) -> GoalReport | None:

@@ -18,12 +18,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..backends import backend_for
 from ..goals import GoalStatus
 from ..ledger import Ledger
-from ..provers.abilities import Repair
+from ..provers.abilities import Detection, Repair
 from ..provers.backend import ProjectTools
 from .reports import Candidate, FileReport
 from .writing import verify_and_write
@@ -50,7 +49,7 @@ class RepairRewrite:
     #: the backend's ``repair`` side
     feature: Repair
     #: what it found in the file: the broken proofs and the stand-in
-    detection: Any
+    detection: Detection
     #: write the stand-in: the proofs left broken admitted under a comment
     admit_broken: bool = False
 
@@ -75,7 +74,7 @@ class RepairRewrite:
 async def verify_and_write_repairs(
     path: Path,
     text: str,
-    detection: Any,
+    detection: Detection,
     candidates: list[Candidate],
     tools: ProjectTools,
     ledger: Ledger,

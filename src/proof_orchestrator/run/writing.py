@@ -34,7 +34,7 @@ import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..backends import backend_for, scan_text
 from ..errors import FileChangedError, FileWriteError
@@ -42,7 +42,7 @@ from ..goals import HoleUse
 from ..ledger import Ledger
 from ..project.locks import file_lock
 from ..project.patch import Patch, apply_patches, write_atomic
-from ..provers.backend import ProjectTools
+from ..provers.backend import Hole, ProjectTools
 from .checking import verify_candidates
 from .reports import Candidate, FileReport, FileStatus
 
@@ -107,7 +107,7 @@ async def verify_and_write(
     file_report: FileReport,
     *,
     write: bool = True,
-    holes: list[Any] | None = None,
+    holes: Sequence[Hole] | None = None,
     strict_holes: bool = False,
     rewrite: Rewrite | None = None,
 ) -> Written:
@@ -222,14 +222,14 @@ async def commit(
     return done
 
 
-def hole_name(hole: Any) -> str:
+def hole_name(hole: Hole) -> str:
     """The name a proof's :class:`~..goals.HoleUse` gives ``hole``: its declaration's
     (a Lean declaration with several ``sorry`` is one hole) or its qualified name."""
     return str(hole.declaration)
 
 
 def proved_holes(
-    path: Path, text: str, accepted: Sequence[Candidate], holes: list[Any] | None
+    path: Path, text: str, accepted: Sequence[Candidate], holes: Sequence[Hole] | None
 ) -> dict[str, tuple[HoleUse, ...]]:
     """The holes of ``text`` that the ``accepted`` proofs fill completely, each with
     the holes its proof rests on (what the proofs that used it rest on now)."""
