@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -37,6 +39,9 @@ class CoqProver:
         #: where the processes run instead of ``cwd`` (made at the first one, removed
         #: at :meth:`aclose`): what coqtop writes where it runs stays in there
         self.workdir = workdir
+        #: without a work folder, a temporary folder of our own is the processes' TMPDIR
+        #: (made at the first one, removed at :meth:`aclose`)
+        self._temp: str | None = None
         self.settings = settings or CoqSettings()
         #: awaited before every sentence sent (the CPU governor's gate)
         self.throttle = throttle
@@ -97,15 +102,20 @@ class CoqProver:
         await self.pool.aclose()
         if self.workdir is not None:
             self.workdir.close()
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+            self._temp = None
 
     async def _start(self) -> CoqTop:
         # in the work folder, which is also its TMPDIR: CoqHammer's temporary files
         # (``/tmp/predict*``), left behind when a timed-out process is killed, go with it
         workdir = str(self.workdir.path()) if self.workdir is not None else None
+        if workdir is None and self._temp is None:
+            self._temp = tempfile.mkdtemp(prefix="orch-coqtop-")
         top = CoqTop(
             self.flags,
             cwd=workdir or self.cwd,
-            temp_dir=workdir,
+            temp_dir=workdir or self._temp,
             executable=self.settings.coqtop,
             start_timeout=self.settings.start_timeout,
             throttle=self.throttle,
