@@ -108,6 +108,8 @@ class CoqVerifier:
         self._builds: dict[str, _Build] = {}
         #: the trust base of an original text, by its build directory
         self._trust: dict[Path, frozenset[str]] = {}
+        #: ``Print Assumptions`` of an original text's lemmas, by its build directory
+        self._original: dict[Path, dict[str, frozenset[str]]] = {}
         #: CPU seconds spent by coqc and coqtop in this verifier
         self.cpu_seconds = 0.0
         #: number of coqc runs
@@ -283,6 +285,17 @@ class CoqVerifier:
             resolved[name] = frozenset(mapping.get(key, key) for key in found[name])
         return resolved
 
+    async def _original_assumptions(
+        self, path: Path, original: str, base_build: _Build, names: Sequence[str]
+    ) -> dict[str, frozenset[str]]:
+        """``Print Assumptions`` of ``names`` in the original text: one ``coqtop`` for
+        those not read yet (a file's later checks, the bisection's, need none)."""
+        known = self._original.setdefault(base_build.directory, {})
+        needed = [name for name in names if name not in known]
+        if needed:
+            known.update(await self._assumptions(path, base_build, needed))
+        return {name: known[name] for name in names}
+
     async def trust_base(self, path: Path, original: str, base_build: _Build) -> frozenset[str]:
         """The library axioms the original file's finished proofs rest on (see the module)."""
         cached = self._trust.get(base_build.directory)
@@ -292,7 +305,8 @@ class CoqVerifier:
         holes = {hole.goal.qualified_name for hole in scan_coq_text(path, original)}
         local = {*holes, *(f"{path.stem}.{name}" for name in holes)}
         keys: set[str] = set()
-        for found in (await self._assumptions(path, base_build, finished)).values():
+        found_all = await self._original_assumptions(path, original, base_build, finished)
+        for found in found_all.values():
             keys |= {
                 key
                 for key in found
@@ -327,13 +341,23 @@ class CoqVerifier:
             )
         names = [goal.qualified_name for goal in goals]
         after = await self._assumptions(path, build, names)
-        before = await self._assumptions(path, base_build, names)
+        before = await self._original_assumptions(path, original, base_build, names)
         hidden = [name for name in names if any(k.startswith("<missing") for k in after[name])]
         if hidden:  # inside functors: audit them in place
             after |= await self._assumptions_in_place(path, patched, hidden)
             before |= await self._assumptions_in_place(path, original, hidden)
         parameters = functor_parameters(patched)
-        trusted = await self.trust_base(path, original, base_build)
+        # the trust base (a session over every finished proof of the original) is read
+        # only when a lemma has an assumption its statement did not already have
+        needs_trust = any(
+            key not in set(before[name]) | {f"{path.stem}.{name}", name}
+            and not is_parameter(key, parameters.get(name, frozenset()))
+            for name in names
+            for key in after[name]
+        )
+        trusted = (
+            await self.trust_base(path, original, base_build) if needs_trust else frozenset()
+        )
         stem = path.stem
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
         unexplained: dict[str, list[str]] = {}
