@@ -426,3 +426,33 @@ async def test_strict_axioms_reaches_the_coq_verifier_from_flag_and_environment(
             assert tools.verifier.trust_library_axioms is trusted, (flags, environ)
         finally:
             await tools.aclose()
+
+
+async def test_a_library_compiled_again_by_another_process_is_built_against_again(
+    tmp_path: Path,
+) -> None:
+    """``orch bg`` recompiles a project file while ``orch mcp`` checks a proof: the
+    original text built earlier was compiled against the old ``.vo`` and no longer loads
+    ("inconsistent assumptions"); the check builds again and accepts the true proof
+    (the soak's MCP round refused the published proof with "cannot load")."""
+    (tmp_path / "A.v").write_text("Definition one := 1.\n")
+    original = "Require Import P.A.\nLemma target : one = 1.\nAdmitted.\n"
+    path = tmp_path / "B.v"
+    path.write_text(original)
+    flags = ["-Q", str(tmp_path), "P"]
+
+    def compile_a() -> None:
+        subprocess.run(["coqc", *flags, str(tmp_path / "A.v")], check=True)
+
+    compile_a()
+    verifier = CoqVerifier(flags, cwd=str(tmp_path))
+    try:
+        (goal,) = [h.goal for h in scan_coq_text(path, original)]
+        assert (await verifier.compiles(path, original))[0]
+        (tmp_path / "A.v").write_text("Definition one := 1.\nDefinition two := 2.\n")
+        compile_a()  # another process rebuilt it
+        patched = original.replace("Admitted.", "Proof. reflexivity. Qed.")
+        result = await verifier.verify(path, original, patched, [goal])
+        assert result.verdict is Verdict.ACCEPTED, result.detail
+    finally:
+        await verifier.aclose()

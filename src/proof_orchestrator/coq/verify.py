@@ -73,6 +73,10 @@ class _Build:
     cpu_seconds: float
 
 
+class StaleBuild(ProverError):
+    """A build made earlier cannot be loaded: a library it was compiled against changed."""
+
+
 class CoqVerifier:
     """Compiles candidate files and audits their axioms. Call :meth:`aclose` when done."""
 
@@ -164,7 +168,8 @@ class CoqVerifier:
             before = top.current
             reply = await top.send(f"Require {module}.", self.compile_timeout)
             if reply.state == before:
-                raise ProverError(f"cannot load the compiled {module}: {reply.output}")
+                error = StaleBuild if "inconsistent assumptions" in reply.output else ProverError
+                raise error(f"cannot load the compiled {module}: {reply.output}")
             for name in names:
                 before = top.current
                 reply = await top.send(f"Print Assumptions {module}.{name}.", self.compile_timeout)
@@ -323,6 +328,28 @@ class CoqVerifier:
         patched: str,
         goals: Sequence[Goal],
         declared_axioms: frozenset[str] = frozenset(),
+    ) -> VerificationResult:
+        try:
+            return await self._verify(path, original, patched, goals, declared_axioms)
+        except StaleBuild:
+            # a file it requires was compiled again by another process (``orch bg``
+            # beside ``orch mcp``): what was built before cannot be loaded; build again
+            self._forget()
+            return await self._verify(path, original, patched, goals, declared_axioms)
+
+    def _forget(self) -> None:
+        """Drop every build and what was read from them."""
+        self._builds = {}
+        self._original = {}
+        self._trust = {}
+
+    async def _verify(
+        self,
+        path: Path,
+        original: str,
+        patched: str,
+        goals: Sequence[Goal],
+        declared_axioms: frozenset[str],
     ) -> VerificationResult:
         build = await self._build(path, patched)
         if not build.ok:
