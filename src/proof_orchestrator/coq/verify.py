@@ -382,9 +382,7 @@ class CoqVerifier:
             for name in names
             for key in after[name]
         )
-        trusted = (
-            await self.trust_base(path, original, base_build) if needs_trust else frozenset()
-        )
+        trusted = await self.trust_base(path, original, base_build) if needs_trust else frozenset()
         stem = path.stem
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
         unexplained: dict[str, list[str]] = {}

@@ -86,42 +86,32 @@ class TicketMarket(LedgerCore):
                     return Ticket(**row._asdict())
         return None
 
+    def _update_held(self, ticket_id: int, worker: str, **values: object) -> bool:
+        """Set ``values`` on ``ticket_id`` if ``worker`` holds its claim; whether it did."""
+        with self._transaction() as connection:
+            held = connection.execute(
+                update(Ticket)
+                .where(
+                    Ticket.id == ticket_id,
+                    Ticket.state == "claimed",
+                    Ticket.claimed_by == worker,
+                )
+                .values(**values, updated_at=utcnow())
+            )
+            return held.rowcount == 1
+
     @retrying
     def renew_lease(self, ticket_id: int, worker: str, lease_seconds: float) -> bool:
         """Extend ``worker``'s lease on ``ticket_id`` to ``lease_seconds`` from now (the
         heartbeat of :class:`~.leases.Lease`); False if the worker no longer holds it
         (completed, released, or claimed by another after the lease ran out)."""
-        now = utcnow()
-        with self._transaction() as connection:
-            return (
-                connection.execute(
-                    update(Ticket)
-                    .where(
-                        Ticket.id == ticket_id,
-                        Ticket.state == "claimed",
-                        Ticket.claimed_by == worker,
-                    )
-                    .values(lease_until=now + timedelta(seconds=lease_seconds), updated_at=now)
-                ).rowcount
-                == 1
-            )
+        until = utcnow() + timedelta(seconds=lease_seconds)
+        return self._update_held(ticket_id, worker, lease_until=until)
 
     @retrying
     def complete_ticket(self, ticket_id: int, worker: str, proof: Sequence[str]) -> bool:
         """Record the helper's proof; only the worker holding the claim may."""
-        with self._transaction() as connection:
-            return (
-                connection.execute(
-                    update(Ticket)
-                    .where(
-                        Ticket.id == ticket_id,
-                        Ticket.state == "claimed",
-                        Ticket.claimed_by == worker,
-                    )
-                    .values(state="completed", proof=list(proof), updated_at=utcnow())
-                ).rowcount
-                == 1
-            )
+        return self._update_held(ticket_id, worker, state="completed", proof=list(proof))
 
     @retrying
     def release_ticket(self, ticket_id: int, worker: str) -> None:
