@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,9 @@ __all__ = [
     "functor_parameters",
     "is_parameter",
     "library_axiom",
+    "library_axiom_named",
     "listed_axioms",
+    "loaded_modules",
     "located_constant",
     "new_axioms",
     "parse_assumptions",
@@ -110,7 +112,7 @@ def without_section_variables(output: str) -> str:
     return "\n".join(kept)
 
 
-def from_outside(key: str, name: str, lemmas: dict[str, tuple[str, int]], stem: str) -> str:
+def from_outside(key: str, name: str, lemmas: Mapping[str, tuple[str, int]], stem: str) -> str:
     """An in-place key as the outside audit names it: ``bar`` in ``Make`` is ``stem.Make.bar``.
 
     Inside the functor, a lemma of the same functor is printed by its short
@@ -234,6 +236,83 @@ def library_axiom(full: str, roots: Sequence[tuple[Path, str]] | None = None) ->
             file, name = found
             return name in _library_file_axioms(file)
     return False
+
+
+#: a module name in ``Print Libraries``'s output, one per line
+_MODULE_LINE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
+
+
+def loaded_modules(print_libraries: str) -> list[str]:
+    """The modules a ``Print Libraries`` output lists, in its order."""
+    return list(dict.fromkeys(_MODULE_LINE.findall(print_libraries)))
+
+
+def _module_source(module: str, roots: Sequence[tuple[Path, str]]) -> Path | None:
+    parts = module.split(".")
+    for folder, prefix in roots:
+        rest = under_prefix(prefix, parts)
+        if rest:
+            file = folder.joinpath(*rest[:-1], rest[-1] + ".v")
+            if file.is_file():
+                return file
+    return None
+
+
+@functools.cache
+def _source_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text) is not None
+
+
+@functools.cache
+def _library_file_holes(file: Path) -> frozenset[str]:
+    """The names of the ``Admitted`` declarations of an installed library file."""
+    return frozenset(hole.goal.name for hole in scan_coq_text(file, _source_text(file)))
+
+
+def library_axiom_named(
+    printed: str,
+    modules: Sequence[str],
+    texts: Sequence[str],
+    roots: Sequence[tuple[Path, str]] | None = None,
+) -> str | None:
+    """The installed library's axiom a short name (``lor``, as ``Print Assumptions``
+    prints it inside a file after ``Import``) stands for, when it can be no other
+    constant; None otherwise (the name is then ``Locate``d, or refused).
+
+    ``Locate lor.`` cannot even be parsed where ``lor`` is an infix keyword, as
+    after ``Require Import Sint63``. The name is taken for a library's axiom when
+    a module of ``modules`` (what the file loaded) declares an axiom of that name
+    whose full name ends with ``printed``, and nothing else could be meant: the
+    name's last part appears nowhere in ``texts`` (the file and the project files
+    it loads), and no loaded module has an ``Admitted`` declaration of that name
+    (what ``Print Assumptions`` lists is an axiom or an admitted constant).
+    """
+    base = printed.split(".")[-1]
+    if any(_mentions(text, base) for text in texts):
+        return None
+    found: list[str] = []
+    for module in modules:
+        source = _module_source(module, roots if roots is not None else coq_library_roots())
+        if source is None:
+            continue
+        text = _source_text(source)
+        if base not in text:
+            continue
+        if base in _library_file_holes(source):
+            return None  # an admitted lemma of that name would be listed the same way
+        found += [
+            full
+            for full in (f"{module}.{name}" for name in _library_file_axioms(source))
+            if full == printed or full.endswith(f".{printed}")
+        ]
+    return found[0] if len(set(found)) == 1 else None
 
 
 def source_of(logical: str, flags: Sequence[str], cwd: Path) -> tuple[Path, str] | None:

@@ -73,7 +73,6 @@ class CoqTools:
             builder.flags,
             cwd=str(project.root),
             coqc=coq.coqc,
-            coqtop=coq.coqtop,
             load_path_generation=lambda: builder.generation,
             trust_library_axioms=not settings.strict_axioms,
             flags_for=builder.flags_for if project.theories else None,

@@ -28,6 +28,7 @@ __all__ = [
     "declared_axioms",
     "functor_parameters",
     "iter_proofs",
+    "lemma_ends",
     "module_axioms",
     "module_parameters",
     "opened_module",
@@ -226,6 +227,15 @@ def qed_proofs(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
     ``Qed.``; used to shorten proofs (``orch golf``).
     """
     return _scan(path, text, "Qed")
+
+
+def lemma_ends(path: Path, text: str) -> dict[str, tuple[str, int]]:
+    """Every lemma with a finished or admitted proof: qualified name -> (its name as
+    written, the offset right after its proof)."""
+    return {
+        hole.goal.qualified_name: (hole.goal.name, hole.proof_end)
+        for hole, _ in [*_scan(path, text, "Qed"), *_scan(path, text, "Admitted")]
+    }
 
 
 def _scan(path: Path, text: str, ending: str) -> list[tuple[CoqHole, tuple[str, ...]]]:

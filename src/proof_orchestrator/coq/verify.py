@@ -1,11 +1,12 @@
-"""Whole-file verification for Coq: recompile, then audit the axioms.
+"""Whole-file verification for Coq: recompile, with the axiom audit in the same compile.
 
 The patched text is written to a scratch directory under the same file name
 and compiled with ``coqc`` and the project's flags, plus ``-Q SCRATCH
-OrchCheck`` so that the result can be loaded as ``OrchCheck.<stem>``. Then a
-fresh ``coqtop`` requires that module and runs ``Print Assumptions`` on every
-proved lemma. The same is done once for the original text; a lemma is
-accepted only if its assumptions are a subset of
+OrchCheck`` (the file's own constants are then ``OrchCheck.<stem>.…``). The
+``Print Assumptions`` questions are part of the compiled text
+(:mod:`.inline_audit`): no second process loads the result. The original
+text is compiled the same way when its answers are needed, once per text. A
+lemma is accepted only if its assumptions are a subset of
 
 * the assumptions its statement already had in the original file (minus the
   lemma itself, which ``Admitted`` made an axiom),
@@ -32,12 +33,10 @@ count.)
 from __future__ import annotations
 
 import hashlib
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ProverError
 from ..goals import Goal, HoleUse
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
@@ -45,24 +44,18 @@ from ..provers.process import run_command
 from .audit import (
     LOGICAL_ROOT,
     ProjectHoles,
-    from_outside,
     is_parameter,
     library_axiom,
-    located_constant,
+    library_axiom_named,
     parse_assumptions,
     source_of,
-    without_section_variables,
 )
 from .build_output import first_error
-from .coqtop import CoqTop
-from .holes import CoqHole, functor_parameters, qed_proofs, scan_coq_text
+from .holes import functor_parameters, qed_proofs, scan_coq_text
+from .inline_audit import AuditAnswers, plan_audit
 from .project import working_folder_flags
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
-
-
-def _admitted(path: Path, text: str) -> list[tuple[CoqHole, tuple[str, ...]]]:
-    return [(hole, ()) for hole in scan_coq_text(path, text)]
 
 
 @dataclass(slots=True)
@@ -73,8 +66,14 @@ class _Build:
     cpu_seconds: float
 
 
-class StaleBuild(ProverError):
-    """A build made earlier cannot be loaded: a library it was compiled against changed."""
+@dataclass(frozen=True, slots=True)
+class _Audited:
+    """A compile with the audit's questions in it."""
+
+    #: whether the checked text compiled (the questions aside)
+    compiled: bool
+    build: _Build
+    answers: AuditAnswers
 
 
 class CoqVerifier:
@@ -86,7 +85,6 @@ class CoqVerifier:
         *,
         cwd: str | None = None,
         coqc: str = "coqc",
-        coqtop: str = "coqtop",
         compile_timeout: float = 900.0,
         load_path_generation: Callable[[], int] | None = None,
         trust_library_axioms: bool = True,
@@ -101,20 +99,15 @@ class CoqVerifier:
         self.trust_library_axioms = trust_library_axioms
         #: changes when the ``.vo`` files on the load path are rebuilt (a proof was
         #: written into a file this one requires): a text compiled before must be
-        #: compiled again, or loading it fails with "inconsistent assumptions"
+        #: compiled again (its answers may have changed: a hole it used is proved)
         self.load_path_generation = load_path_generation or (lambda: 0)
         self.cwd = cwd
         self.coqc = coqc
-        self.coqtop = coqtop
         self.compile_timeout = compile_timeout
         #: builds and audits work in here (``.orch/tmp/verify-<pid>-…``), removed by :meth:`aclose`
         self._scratch = ScratchFolder(Path(cwd) if cwd else None)
         self._builds: dict[str, _Build] = {}
-        #: the trust base of an original text, by its build directory
-        self._trust: dict[Path, frozenset[str]] = {}
-        #: ``Print Assumptions`` of an original text's lemmas, by its build directory
-        self._original: dict[Path, dict[str, frozenset[str]]] = {}
-        #: CPU seconds spent by coqc and coqtop in this verifier
+        #: CPU seconds spent by coqc in this verifier
         self.cpu_seconds = 0.0
         #: number of coqc runs
         self.compilations = 0
@@ -158,168 +151,52 @@ class CoqVerifier:
         build = await self._build(path, text)
         return build.ok, build.output
 
-    async def _assumptions(
-        self, path: Path, build: _Build, names: Sequence[str]
-    ) -> dict[str, frozenset[str]]:
-        module = f"{LOGICAL_ROOT}.{path.stem}"
-        flags = [*self._flags(path), "-Q", str(build.directory), LOGICAL_ROOT]
-        result: dict[str, frozenset[str]] = {}
-        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
-            before = top.current
-            reply = await top.send(f"Require {module}.", self.compile_timeout)
-            if reply.state == before:
-                error = StaleBuild if "inconsistent assumptions" in reply.output else ProverError
-                raise error(f"cannot load the compiled {module}: {reply.output}")
-            for name in names:
-                before = top.current
-                reply = await top.send(f"Print Assumptions {module}.{name}.", self.compile_timeout)
-                if reply.state == before:
-                    # the name does not exist in the compiled file: treat as unverifiable
-                    result[name] = frozenset({f"<missing {name}: {reply.output.strip()[:200]}>"})
-                else:
-                    result[name] = parse_assumptions(reply.output)
-            self.cpu_seconds += top.cpu_seconds()
-        return result
-
-    async def _assumptions_in_place(
-        self, path: Path, text: str, names: Sequence[str]
-    ) -> dict[str, frozenset[str]]:
-        """``Print Assumptions`` run inside the file, right after each lemma's proof.
-
-        For lemmas that cannot be named from outside: those in a functor's body
-        (``Module Make (O : OrderedType)``) exist only for each application of
-        the functor. A copy of ``text`` gets ``Redirect "…" Print Assumptions
-        name.`` after each proof and is compiled; each output goes to its own
-        file.
-        """
-        ends = {
-            hole.goal.qualified_name: (hole.goal.name, hole.proof_end)
-            for hole, _ in [*qed_proofs(path, text), *_admitted(path, text)]
-        }
-        result = {name: frozenset({f"<missing {name}: not in the file>"}) for name in names}
-        folder = self._scratch.path(path.parent)
-        with tempfile.TemporaryDirectory(prefix="audit-", dir=folder) as scratch:
-            inserts = sorted(
-                ((ends[name][1], index, name) for index, name in enumerate(names) if name in ends),
-                reverse=True,
-            )
-            audited = text
-            for end, index, name in inserts:
-                out = Path(scratch) / f"audit-{index}"
-                audited = (
-                    f'{audited[:end]}\nRedirect "{out}" Print Assumptions {ends[name][0]}.\n'
-                    f"{audited[end:]}"
-                )
-            build = await self._build(path, audited)
-            for _, index, name in inserts:
-                out = Path(scratch) / f"audit-{index}.out"
-                if build.ok and out.exists():
-                    # in place, inside a section, the section's variables are listed too:
-                    # hypotheses of the section, not axioms (closing the section
-                    # generalizes the lemma over those it uses, and the whole file
-                    # must still compile with that)
-                    keys = parse_assumptions(without_section_variables(out.read_text("utf-8")))
-                    result[name] = frozenset(
-                        from_outside(key, name, ends, path.stem) for key in keys
-                    )
-            result = await self._locate_unqualified(path, text, scratch, result, ends)
-        return result
-
-    async def _locate_unqualified(
+    async def _audit(
         self,
         path: Path,
         text: str,
-        scratch: str,
-        found: dict[str, frozenset[str]],
-        ends: dict[str, tuple[str, int]],
-    ) -> dict[str, frozenset[str]]:
-        """Names an in-place audit printed unqualified, resolved with ``Locate`` at the lemma.
+        *,
+        union: Sequence[str] = (),
+        each: Sequence[str] = (),
+        locate: Mapping[str, Sequence[str]] | None = None,
+    ) -> _Audited:
+        """One compile of ``text`` with the questions of :mod:`.inline_audit` in it."""
+        plan = plan_audit(path, text, union=union, each=each, locate=locate)
+        build = await self._build(path, plan.text)
+        if build.ok:
+            return _Audited(True, build, plan.answers(build.directory))
+        line = first_error(build.output).line
+        if line is None or line <= plan.text_lines:
+            return _Audited(False, build, AuditAnswers())  # the text itself does not compile
+        # the text compiled, but a name could not be asked at its end: ask each question
+        # after its lemma's proof (an answer still missing refuses that lemma)
+        plan = plan_audit(path, text, union=union, each=each, locate=locate, in_place=True)
+        build = await self._build(path, plan.text)
+        return _Audited(True, build, plan.answers(build.directory, complete=build.ok))
 
-        After ``Import O`` in a functor, ``Print Assumptions`` prints the parameter
-        ``O``'s members unqualified; one more compilation of the copy, with a
-        ``Locate`` after each such lemma, gives each name its path: ``O.x`` (a
-        hypothesis of the functor), ``File.ax`` (an axiom the file declares), a
-        library path (matched against the trust base). A name ``Locate`` does not
-        resolve stays as it was (and is refused). Costs nothing when every name
-        is qualified.
-        """
-        parameters = functor_parameters(text)
+    async def trust_base(self, path: Path, original: str) -> _Audited:
+        """The original text compiled with its questions: the union of what its finished
+        proofs rest on (less the file's holes, the trust base: see the module), and what
+        each hole's statement assumes. Once per text: the file's later checks reuse it.
+        A functor's finished lemmas are left out of the union: asked one by one after
+        their proofs they would cost a walk each, and leaving them out only trusts less."""
+        in_functor = set(functor_parameters(original))
+        finished = [
+            hole.goal.qualified_name
+            for hole, _ in qed_proofs(path, original)
+            if hole.goal.qualified_name not in in_functor
+        ]
+        holes = sorted(hole.goal.qualified_name for hole in scan_coq_text(path, original))
+        return await self._audit(path, original, union=finished, each=holes)
 
-        def unresolved(key: str, name: str) -> bool:
-            # unqualified, or qualified by a module that is no parameter (``E.eq`` after
-            # ``Import M`` where ``M`` has ``E``): ``Locate`` says ``M.E.eq`` if it is
-            head = key.split(".", 1)[0]
-            return (
-                " " not in key
-                and "<" not in key
-                and ("." not in key or head != path.stem)
-                and not is_parameter(key, parameters.get(name, frozenset()))
-            )
-
-        wanted = {
-            name: sorted(k for k in keys if unresolved(k, name))
-            for name, keys in found.items()
-            if name in ends
-        }
-        wanted = {name: keys for name, keys in wanted.items() if keys}
-        if not wanted:
-            return found
-        # one output file per (lemma, name), numbered
-        outputs = {
-            (name, key): Path(scratch) / f"locate-{number}"
-            for number, (name, key) in enumerate(
-                (name, key) for name, keys in wanted.items() for key in keys
-            )
-        }
-        located_text = text
-        for end, name in sorted(((ends[name][1], name) for name in wanted), reverse=True):
-            lines = "".join(
-                f'Redirect "{outputs[name, key]}" Locate {key}.\n' for key in wanted[name]
-            )
-            located_text = f"{located_text[:end]}\n{lines}{located_text[end:]}"
-        build = await self._build(path, located_text)
-        if not build.ok:
-            return found
-        resolved = dict(found)
-        for name, keys in wanted.items():
-            mapping: dict[str, str] = {}
-            for key in keys:
-                out = outputs[name, key].with_suffix(".out")
-                where = located_constant(out.read_text("utf-8")) if out.exists() else None
-                mapping[key] = where.removeprefix(f"{LOGICAL_ROOT}.") if where else key
-            resolved[name] = frozenset(mapping.get(key, key) for key in found[name])
-        return resolved
-
-    async def _original_assumptions(
-        self, path: Path, original: str, base_build: _Build, names: Sequence[str]
-    ) -> dict[str, frozenset[str]]:
-        """``Print Assumptions`` of ``names`` in the original text: one ``coqtop`` for
-        those not read yet (a file's later checks, the bisection's, need none)."""
-        known = self._original.setdefault(base_build.directory, {})
-        needed = [name for name in names if name not in known]
-        if needed:
-            known.update(await self._assumptions(path, base_build, needed))
-        return {name: known[name] for name in names}
-
-    async def trust_base(self, path: Path, original: str, base_build: _Build) -> frozenset[str]:
-        """The library axioms the original file's finished proofs rest on (see the module)."""
-        cached = self._trust.get(base_build.directory)
-        if cached is not None:
-            return cached
-        finished = [hole.goal.qualified_name for hole, _ in qed_proofs(path, original)]
+    def _trusted(self, path: Path, original: str, audited: _Audited) -> frozenset[str]:
         holes = {hole.goal.qualified_name for hole in scan_coq_text(path, original)}
         local = {*holes, *(f"{path.stem}.{name}" for name in holes)}
-        keys: set[str] = set()
-        found_all = await self._original_assumptions(path, original, base_build, finished)
-        for found in found_all.values():
-            keys |= {
-                key
-                for key in found
-                if key not in local and " " not in key and not key.startswith("<")
-            }
-        trusted = frozenset(keys)
-        self._trust[base_build.directory] = trusted
-        return trusted
+        return frozenset(
+            key
+            for key in audited.answers.union
+            if key not in local and " " not in key and not key.startswith("<")
+        )
 
     async def verify(
         self,
@@ -329,30 +206,28 @@ class CoqVerifier:
         goals: Sequence[Goal],
         declared_axioms: frozenset[str] = frozenset(),
     ) -> VerificationResult:
-        try:
-            return await self._verify(path, original, patched, goals, declared_axioms)
-        except StaleBuild:
-            # a file it requires was compiled again by another process (``orch bg``
-            # beside ``orch mcp``): what was built before cannot be loaded; build again
-            self._forget()
-            return await self._verify(path, original, patched, goals, declared_axioms)
+        """Compile ``patched`` with the audit in it; accept when nothing new is assumed.
 
-    def _forget(self) -> None:
-        """Drop every build and what was read from them."""
-        self._builds = {}
-        self._original = {}
-        self._trust = {}
+        Each step only when the one before cannot decide: (1) the goals' assumptions
+        are none (one compile: a check's usual cost); (2) they are within the
+        original's trust base (one compile of the original, kept for the file's
+        later checks); (3) lemma by lemma, against what each statement already
+        assumed, with the names located (one more compile, or none when nothing
+        needs locating and the goals were asked one by one in (1)).
 
-    async def _verify(
-        self,
-        path: Path,
-        original: str,
-        patched: str,
-        goals: Sequence[Goal],
-        declared_axioms: frozenset[str],
-    ) -> VerificationResult:
-        build = await self._build(path, patched)
-        if not build.ok:
+        In (1) the goals are asked together when they are all the file's holes,
+        else one by one: a proof may then rest on a hole left, and which proof
+        rests on which is only known lemma by lemma.
+        """
+        names = [goal.qualified_name for goal in goals]
+        parameters = functor_parameters(patched)
+        others = {hole.goal.qualified_name for hole in scan_coq_text(path, original)} - set(names)
+        one_by_one = bool(others)
+        checked = await self._audit(
+            path, patched, union=() if one_by_one else names, each=names if one_by_one else ()
+        )
+        build = checked.build
+        if not checked.compiled:
             return VerificationResult(
                 Verdict.DOES_NOT_COMPILE,
                 build.output.strip()[-2000:],
@@ -360,124 +235,143 @@ class CoqVerifier:
                 # the first error's line, not a warning's before it
                 error_line=first_error(build.output).line,
             )
-        base_build = await self._build(path, original)
-        if not base_build.ok:
+        own_keys = {
+            name: {
+                key
+                for key in checked.answers.each.get(name, frozenset())
+                if not is_parameter(key, parameters.get(name, frozenset()))
+            }
+            for name in names
+        }
+        outstanding = set(checked.answers.union).union(*own_keys.values())
+        if not outstanding:
+            return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
+        base = await self.trust_base(path, original)
+        if not base.compiled:
             return VerificationResult(
                 Verdict.DOES_NOT_COMPILE,
-                "the original file does not compile: " + base_build.output[-1000:],
+                "the original file does not compile: " + base.build.output[-1000:],
             )
-        names = [goal.qualified_name for goal in goals]
-        after = await self._assumptions(path, build, names)
-        before = await self._original_assumptions(path, original, base_build, names)
-        hidden = [name for name in names if any(k.startswith("<missing") for k in after[name])]
-        if hidden:  # inside functors: audit them in place
-            after |= await self._assumptions_in_place(path, patched, hidden)
-            before |= await self._assumptions_in_place(path, original, hidden)
-        parameters = functor_parameters(patched)
-        # the trust base (a session over every finished proof of the original) is read
-        # only when a lemma has an assumption its statement did not already have
-        needs_trust = any(
-            key not in set(before[name]) | {f"{path.stem}.{name}", name}
-            and not is_parameter(key, parameters.get(name, frozenset()))
-            for name in names
-            for key in after[name]
+        trusted = self._trusted(path, original, base)
+        if outstanding <= trusted:
+            return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
+        return await self._lemma_by_lemma(
+            path,
+            original,
+            patched,
+            names,
+            declared_axioms,
+            trusted,
+            outstanding - trusted,
+            checked,
+            base,
         )
-        trusted = await self.trust_base(path, original, base_build) if needs_trust else frozenset()
+
+    async def _lemma_by_lemma(
+        self,
+        path: Path,
+        original: str,
+        patched: str,
+        names: Sequence[str],
+        declared_axioms: frozenset[str],
+        trusted: frozenset[str],
+        unknown: set[str],
+        first: _Audited,
+        base: _Audited,
+    ) -> VerificationResult:
+        """Step (3) of :meth:`verify`: each goal's assumptions against its statement's."""
         stem = path.stem
+        parameters = functor_parameters(patched)
+        libraries = first.answers.libraries
+        names_of_constants = sorted(
+            key
+            for key in unknown
+            if " " not in key and not key.startswith(("<", f"{stem}."))  # the file's own: known
+        )
+        # a library's axiom printed short is known by its name (``Locate lor.`` is a syntax
+        # error after ``Import Sint63``); the others are located in the file
+        by_name = {
+            key: full
+            for key in names_of_constants
+            if self.trust_library_axioms
+            and (full := library_axiom_named(key, libraries, self._texts(original, libraries)))
+        }
+        to_locate = [key for key in names_of_constants if key not in by_name]
+        checked = first
+        if to_locate or set(first.answers.each) < set(names):
+            # located where each lemma is: at the end for most, after its proof in a functor
+            locate = {"": to_locate, **{name: to_locate for name in names if name in parameters}}
+            checked = await self._audit(path, patched, each=names, locate=locate)
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
+        after, located = checked.answers.each, checked.answers.located
         unexplained: dict[str, list[str]] = {}
         uses: dict[str, list[HoleUse]] = {}
         for name in names:
             own = f"{stem}.{name}"
-            allowed = (set(before[name]) | trusted) - {own, name}
-            for key in after[name]:
-                if key in allowed or is_parameter(key, parameters.get(name, frozenset())):
+            before = base.answers.each.get(name, frozenset())
+            allowed = (set(before) | trusted) - {own, name}
+            for printed in after.get(name, frozenset({f"<missing {name}>"})):
+                if printed in allowed or is_parameter(printed, parameters.get(name, frozenset())):
                     continue
+                full = (
+                    located.get((name, printed))
+                    or located.get(("", printed))
+                    or by_name.get(printed)
+                )
+                if full is not None and is_parameter(full, parameters.get(name, frozenset())):
+                    continue  # ``lt_trans`` after ``Import O``: the parameter's member
+                key = printed
+                if full is not None and full.startswith(f"{LOGICAL_ROOT}.{stem}."):
+                    key = full.removeprefix(f"{LOGICAL_ROOT}.")  # this file's own constant
                 local = key.startswith(f"{stem}.") and " " not in key
                 if local and key.rsplit(".", 1)[-1] in declared_axioms and key != own:
                     continue
                 hole = holes.get(key.removeprefix(f"{stem}.")) if local and key != own else None
                 if hole is not None:  # another hole of this file, still Admitted
                     label = hole.goal.qualified_name
-                    use = HoleUse(str(path), label, hole.goal.fingerprint, label)
-                    uses.setdefault(name, []).append(use)
+                    uses.setdefault(name, []).append(
+                        HoleUse(str(path), label, hole.goal.fingerprint, label)
+                    )
                     continue
-                unexplained.setdefault(name, []).append(key)
-        offending = await self._holes_elsewhere(path, build, unexplained, uses)
+                if local or full is None or full.startswith(f"{LOGICAL_ROOT}."):
+                    unexplained.setdefault(name, []).append(key)
+                    continue
+                project_hole = self.project_holes.hole(full, path)
+                if project_hole is not None:
+                    uses.setdefault(name, []).append(project_hole)
+                elif not self._library_axiom(full):
+                    unexplained.setdefault(name, []).append(full)  # named in full
+        offending = [f"{name}: {key}" for name, keys in unexplained.items() for key in keys]
         if offending:
             return VerificationResult(
                 Verdict.NEW_ASSUMPTIONS,
                 "; ".join(offending),
                 tuple(offending),
-                build.cpu_seconds,
-                offending=tuple(dict.fromkeys(entry.split(": ", 1)[0] for entry in offending)),
+                checked.build.cpu_seconds,
+                offending=tuple(unexplained),
             )
         return VerificationResult(
             Verdict.ACCEPTED,
-            cpu_seconds=build.cpu_seconds,
+            cpu_seconds=checked.build.cpu_seconds,
             holes_used={
                 name: tuple(sorted(set(found), key=lambda use: use.label))
                 for name, found in uses.items()
             },
         )
 
-    async def _holes_elsewhere(
-        self,
-        path: Path,
-        build: _Build,
-        unexplained: dict[str, list[str]],
-        uses: dict[str, list[HoleUse]],
-    ) -> list[str]:
-        """Of the ``unexplained`` assumptions (by lemma), those that are neither a hole
-        of the project's other files nor an axiom an installed library declares, as
-        ``"lemma: key"`` entries; the holes go to ``uses``.
-
-        ``Print Assumptions`` prints a constant by its shortest unambiguous name
-        (``B.b`` for ``Lib.B.b``, ``classic`` after ``Import Classical``);
-        ``Locate`` in the same environment gives the full name, which
-        :class:`~.audit.ProjectHoles` resolves to a file of the project and
-        :func:`~.audit.library_axiom` to a library's axiom. One more ``coqtop``
-        only when some assumption is left.
-        """
-        names = sorted(
-            {
-                key
-                for keys in unexplained.values()
-                for key in keys
-                if " " not in key and not key.startswith("<")
-            }
-        )
-        located = await self._locate(path, build, names) if names else {}
-        offending: list[str] = []
-        for name, keys in unexplained.items():
-            for key in keys:
-                full = located.get(key)
-                hole = self.project_holes.hole(full, path) if full else None
-                if hole is not None:
-                    uses.setdefault(name, []).append(hole)
-                elif full is None or not self._library_axiom(full):
-                    offending.append(f"{name}: {key}")
-        return offending
+    def _texts(self, original: str, libraries: Sequence[str]) -> list[str]:
+        """The file's text and the sources of the project files among ``libraries``."""
+        texts = [original]
+        for module in libraries:
+            found = source_of(f"{module}._", self.project_holes.flags, self.project_holes.cwd)
+            if found is not None:
+                try:
+                    texts.append(found[0].read_text(encoding="utf-8", errors="replace"))
+                except OSError:
+                    continue
+        return texts
 
     def _library_axiom(self, full: str) -> bool:
         """An axiom an installed library declares, and no constant of the project."""
         inside = source_of(full, self.project_holes.flags, self.project_holes.cwd)
         return self.trust_library_axioms and inside is None and library_axiom(full)
-
-    async def _locate(self, path: Path, build: _Build, keys: Sequence[str]) -> dict[str, str]:
-        """The full name of each constant in ``keys``, as ``Locate`` gives it where the
-        compiled file is loaded (names it does not resolve are left out)."""
-        flags = [*self._flags(path), "-Q", str(build.directory), LOGICAL_ROOT]
-        found: dict[str, str] = {}
-        async with CoqTop(flags, cwd=str(build.directory), executable=self.coqtop) as top:
-            before = top.current
-            reply = await top.send(f"Require {LOGICAL_ROOT}.{path.stem}.", self.compile_timeout)
-            if reply.state == before:
-                raise ProverError(f"cannot load the compiled {path.stem}: {reply.output}")
-            for key in keys:
-                reply = await top.send(f"Locate {key}.", self.compile_timeout)
-                where = located_constant(reply.output)
-                if where is not None and not where.startswith(f"{LOGICAL_ROOT}."):
-                    found[key] = where
-            self.cpu_seconds += top.cpu_seconds()
-        return found
