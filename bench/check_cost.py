@@ -8,7 +8,7 @@ back, as a fill run's accepting check does, and its CPU seconds are set
 against one plain ``coqc`` of the finished file. A second check of another
 batch of the same original (a later pass's) is timed too.
 
-    python bench/check_cost.py FILE.v [...] [--every 3] [--out results.json]
+    python bench/check_cost.py FILE.v [...] [--every 3] [-R FOLDER NAME] [--out results.json]
 
 Files are read where they are; the copies load the same libraries (the
 installed ones for a library file: the copy is a different module).
@@ -55,7 +55,7 @@ def put_back(original: str, path: Path, taken: list[tuple[str, str]], names: set
     return out
 
 
-async def measure(file: Path, every: int) -> dict[str, object]:
+async def measure(file: Path, every: int, flags: list[str]) -> dict[str, object]:
     text = file.read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="check-cost-") as scratch:
         copy = Path(scratch) / file.name
@@ -67,11 +67,11 @@ async def measure(file: Path, every: int) -> dict[str, object]:
         finished = Path(scratch) / "plain"
         finished.mkdir()
         (finished / file.name).write_text(put_back(original, copy, taken, set(names)))
-        run = await run_command(["coqc", file.name], cwd=str(finished), timeout=1800)
+        run = await run_command(["coqc", *flags, file.name], cwd=str(finished), timeout=1800)
         if run.returncode != 0:
             return {"file": str(file), "error": run.output[-500:]}
         compile_cpu = run.cpu_seconds
-        verifier = CoqVerifier(cwd=scratch)
+        verifier = CoqVerifier(flags, cwd=scratch)
         rows = []
         try:
             for label, batch in (("first batch", first), ("second batch", second)):
@@ -115,13 +115,22 @@ def main() -> int:
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--every", type=int, default=3)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "-R",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("FOLDER", "NAME"),
+        help="a library folder mapped as its project maps it (Bignums loads its own files)",
+    )
     args = parser.parse_args()
     if shutil.which("coqc") is None:
         print("coqc is not on PATH", file=sys.stderr)
         return 2
     results = []
     for file in args.files:
-        row = asyncio.run(measure(file, args.every))
+        flags = [part for folder, name in args.R for part in ("-R", folder, name)]
+        row = asyncio.run(measure(file, args.every, flags))
         print(json.dumps(row), flush=True)
         results.append(row)
     if args.out:
