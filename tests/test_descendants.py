@@ -6,8 +6,9 @@ import subprocess
 import time
 
 import psutil
+import pytest
 
-from proof_orchestrator.provers.process import CpuReader, _descendants
+from proof_orchestrator.provers.process import CpuReader, _descendants, descendants_cpu_seconds
 
 
 def test_descendants_are_the_children_and_grandchildren_psutil_finds() -> None:
@@ -65,3 +66,35 @@ def test_cpu_reader_gives_fresh_counters_that_agree_with_psutil_and_stops_at_rea
         child.wait()
     assert reader.seconds() is None  # reaped: no reading, never another process's
     reader.close()
+
+
+def test_the_governor_counts_a_provers_busy_child_as_the_trees_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A prover whose child burns CPU (CoqHammer's ATP under coqtop): the child's time is
+    the tree's while it runs, not "other work" (the bank read 96 of 303 seconds as the
+    tree idle and the machine busy with someone else)."""
+    from proof_orchestrator.scheduler import governor
+
+    shell = subprocess.Popen(
+        ["sh", "-c", "sh -c 'while :; do :; done' & sleep 30"], start_new_session=True
+    )
+    try:
+        root = psutil.Process(shell.pid)
+        monkeypatch.setattr(governor, "live_processes", lambda: [root])
+        before = descendants_cpu_seconds([root])
+        meter = governor.CpuGovernor(0.5, 2, cpus=2)
+        started = time.monotonic()
+        while time.monotonic() - started < 1.5:
+            time.sleep(0.25)
+            meter.tick()
+        sample = meter.sample()
+        # the busy loop is the shell's child: its CPU is counted as ours (the shell
+        # itself only sleeps; on a machine shared with other tests, a loose bound)
+        assert descendants_cpu_seconds([root]) - before > 0.3
+        assert sample.fraction > 0.1, sample
+    finally:
+        for process in psutil.Process(shell.pid).children(recursive=True):
+            process.kill()
+        shell.kill()
+        shell.wait()

@@ -159,6 +159,22 @@ def _descendants(root: psutil.Process) -> list[psutil.Process]:
     return found
 
 
+def descendants_cpu_seconds(roots: Sequence[psutil.Process]) -> float:
+    """CPU of the live processes below ``roots`` (what they started, and so on).
+
+    CoqHammer's ATPs run as coqtop's children: their CPU reaches no counter of
+    coqtop's while they run (nor after, when they end unreaped: see
+    :class:`DescendantMeter`), so a measure of the tree that stops at the provers
+    reads that work as someone else's. A process that has ended drops out: a
+    caller that takes differences must not let the total go down.
+    """
+    total = 0.0
+    for root in roots:
+        for proc in _descendants(root):
+            total += process_cpu_seconds(proc)
+    return total
+
+
 class DescendantMeter:
     """CPU of the processes a prover starts, whether or not they are ever reaped.
 

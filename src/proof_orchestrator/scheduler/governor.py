@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import psutil
 
 from ..config import Settings
-from ..provers.process import live_processes, process_cpu_seconds
+from ..provers.process import descendants_cpu_seconds, live_processes, process_cpu_seconds
 from ..provers.tasks import task_group
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
@@ -73,15 +73,20 @@ _SELF = psutil.Process()
 
 
 def _tree_cpu() -> float:
-    """CPU seconds used so far by this process and every prover it started.
+    """CPU seconds used so far by this process, every prover it started, and what
+    those started in turn (CoqHammer's ATPs).
 
     This process and its reaped children come from ``getrusage``; live provers
-    from one ``/proc`` read each (no scan of the whole process table).
+    from one ``/proc`` read each; their live children from one scan of the
+    process table (:func:`~..provers.process.descendants_cpu_seconds`).
     """
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    return cpu + sum(process_cpu_seconds(proc) for proc in live_processes())
+    provers = live_processes()
+    return (
+        cpu + sum(process_cpu_seconds(proc) for proc in provers) + descendants_cpu_seconds(provers)
+    )
 
 
 def _tree_rss_mb() -> tuple[float, tuple[float, ...]]:
@@ -140,8 +145,11 @@ class CpuGovernor:
         self._changed = asyncio.Condition()
         self._started = time.monotonic()
         self._last_cpu = _tree_cpu()
+        #: CPU counted so far: the sum of the rises of :func:`_tree_cpu` (which falls when
+        #: an unreaped helper ends: its time drops out of every counter)
+        self._counted = 0.0
         self._last_wall = self._started
-        self._window_cpu = self._last_cpu
+        self._window_cpu = 0.0
         self._window_wall = self._started
         psutil.cpu_percent(None)  # prime the system-wide counter
 
@@ -183,14 +191,15 @@ class CpuGovernor:
     # -- measuring ------------------------------------------------------------
 
     def _measure(self) -> tuple[float, float]:
-        """Read the tree's CPU, refill the bucket; returns (now, cpu)."""
+        """Read the tree's CPU, refill the bucket; returns (now, CPU counted so far)."""
         now = time.monotonic()
         cpu = _tree_cpu()
         used = max(cpu - self._last_cpu, 0.0)
         elapsed = max(now - self._last_wall, 1e-6)
         self._last_cpu, self._last_wall = cpu, now
+        self._counted += used
         self.tokens = min(self.burst, self.tokens + self.rate * elapsed - used)
-        return now, cpu
+        return now, self._counted
 
     def tick(self) -> CpuSample | None:
         """Measure and refill; every ``trace_every`` seconds also record a sample."""
