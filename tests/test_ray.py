@@ -23,7 +23,7 @@ import psutil
 import pytest
 
 from .conftest import BANK, coqc_ok
-from .raycluster import LOOPBACK, LocalCluster, local_cluster
+from .raycluster import LOOPBACK, LocalCluster, Node, local_cluster
 from .test_strategies_strong import TWO_STEPS
 
 pytest.importorskip("ray", reason="Ray is not installed: pip install '.[distributed]'")
@@ -114,6 +114,24 @@ def _wait_for_attempts(
         time.sleep(0.3)
 
 
+def _wait_for_a_prover(node: Node, run: subprocess.Popen[str]) -> None:
+    """Until a ``coqtop`` runs under ``node``: the driver has sent it work."""
+    deadline = time.monotonic() + 120
+    while not any(_is_coqtop(pid) for pid in node.pids()):
+        if run.poll() is not None or time.monotonic() > deadline:
+            run.kill()
+            _, err = run.communicate()
+            pytest.fail(f"no prover ever ran on node {node.name}: {err[-2000:]}")
+        time.sleep(0.2)
+
+
+def _is_coqtop(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).name().startswith("coqtop")
+    except psutil.Error:
+        return False
+
+
 def _no_duplicates(db: Path) -> None:
     with sqlite3.connect(db) as connection:
         keys = connection.execute(
@@ -160,9 +178,11 @@ def test_a_node_killed_mid_run_on_three_nodes_changes_nothing_in_the_result(
         cluster.address,
         cpu="0.5",
     )
-    # kill a node that is not the head, with its raylet and its workers, mid-run
+    # kill a node that is not the head, with its raylet and its workers, mid-run, once it
+    # works (a prover runs under it): every node gets work, the victim included
     _wait_for_attempts(db, remote, 25)
     victim = cluster.nodes[1]
+    _wait_for_a_prover(victim, remote)
     killed = cluster.kill_node(victim)
     assert killed
     at_kill = _count(db)
@@ -181,8 +201,11 @@ def test_a_node_killed_mid_run_on_three_nodes_changes_nothing_in_the_result(
         (summary,) = connection.execute("SELECT summary FROM runs").fetchone()
     nodes = {n["address"].rsplit(":", 1)[1]: n for n in json.loads(summary)["nodes"]}
     assert len(nodes) == 3
-    # every node worked; the killed one is reported lost, the others took its files
-    assert all(n["attempts"] > 0 for n in nodes.values())
+    # the killed one is reported lost (its attempts in flight were sent again: the results
+    # above are the local run's, nothing twice); the others worked and took its files
+    lost = [port for port, n in nodes.items() if n["lost"]]
+    assert lost == [str(victim.node_manager_port)], nodes
+    assert all(n["attempts"] > 0 for port, n in nodes.items() if port not in lost), nodes
     lost = nodes[str(victim.node_manager_port)]
     assert lost["lost"]
     survivors = [n for port, n in nodes.items() if port != str(victim.node_manager_port)]
