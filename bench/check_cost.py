@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from proof_orchestrator.coq.holes import CoqHole, qed_proofs, scan_coq_text
+from proof_orchestrator.coq.holes import qed_proofs, scan_coq_text
 from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.provers.process import run_command
 
@@ -77,7 +77,8 @@ async def measure(file: Path, every: int, flags: list[str]) -> dict[str, object]
             for label, batch in (("first batch", first), ("second batch", second)):
                 if not batch:
                     continue
-                goals = [h.goal for h in _holes(copy, original) if h.goal.qualified_name in batch]
+                holes = scan_coq_text(copy, original)
+                goals = [h.goal for h in holes if h.goal.qualified_name in batch]
                 before_cpu, before_runs = verifier.cpu_seconds, verifier.compilations
                 started = time.monotonic()
                 result = await verifier.verify(
@@ -106,10 +107,6 @@ async def measure(file: Path, every: int, flags: list[str]) -> dict[str, object]
         }
 
 
-def _holes(path: Path, text: str) -> list[CoqHole]:
-    return scan_coq_text(path, text)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path)
@@ -126,6 +123,10 @@ def main() -> int:
     args = parser.parse_args()
     if shutil.which("coqc") is None:
         print("coqc is not on PATH", file=sys.stderr)
+        return 2
+    missing = [str(file) for file in args.files if not file.is_file()]
+    if missing:
+        print(f"no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     results = []
     for file in args.files:

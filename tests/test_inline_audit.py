@@ -10,7 +10,8 @@ import pytest
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.inline_audit import plan_audit
 from proof_orchestrator.coq.verify import CoqVerifier
-from proof_orchestrator.provers.base import Verdict
+from proof_orchestrator.goals import Goal
+from proof_orchestrator.provers.base import Verdict, VerificationResult
 
 FUNCTOR_AND_TOP = """\
 Require Import Coq.Structures.OrderedType.
@@ -38,6 +39,15 @@ def test_questions_keep_every_line_of_the_text_where_it_was(tmp_path: Path) -> N
     assert plan.text_lines == len(original) + 1
 
 
+async def _verify(path: Path, original: str, patched: str, goal: Goal) -> VerificationResult:
+    """The check ``orch fill`` runs, on one goal, with a verifier of its own."""
+    verifier = CoqVerifier()
+    try:
+        return await verifier.verify(path, original, patched, [goal])
+    finally:
+        await verifier.aclose()
+
+
 SHADOWED = """\
 Lemma helper : 2 = 2.
 Admitted.
@@ -58,11 +68,7 @@ async def test_a_goal_whose_name_an_import_took_over_is_still_the_one_audited(
     patched = SHADOWED.replace(
         "Lemma target : 2 = 2.\nAdmitted.", "Lemma target : 2 = 2.\nProof. exact helper. Qed."
     )
-    verifier = CoqVerifier()
-    try:
-        result = await verifier.verify(path, SHADOWED, patched, [goal])
-    finally:
-        await verifier.aclose()
+    result = await _verify(path, SHADOWED, patched, goal)
     assert result.verdict is Verdict.ACCEPTED, result.detail
     assert [use.label for use in result.holes_used["target"]] == ["helper"]
 
@@ -100,10 +106,6 @@ async def test_a_goal_missing_from_the_checked_text_is_refused_not_accepted(
     patched = original.replace(
         "Lemma target : 1 = 1.\nAdmitted.", "Lemma renamed : 1 = 1.\nProof. reflexivity. Qed."
     )
-    verifier = CoqVerifier()
-    try:
-        result = await verifier.verify(path, original, patched, [goal])
-    finally:
-        await verifier.aclose()
+    result = await _verify(path, original, patched, goal)
     assert result.verdict is Verdict.NEW_ASSUMPTIONS, result
     assert "missing" in result.detail

@@ -57,7 +57,6 @@ __all__ = [
     "library_axiom",
     "library_axiom_named",
     "listed_axioms",
-    "loaded_modules",
     "located_constant",
     "new_axioms",
     "parse_assumptions",
@@ -198,12 +197,17 @@ class TrustBase:
 
 
 @functools.cache
+def _source_text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+@functools.cache
 def _library_file_axioms(file: Path) -> frozenset[str]:
     """:func:`~.holes.module_axioms` of an installed library file (read once)."""
-    try:
-        return module_axioms(file.read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return frozenset()
+    return module_axioms(_source_text(file))
 
 
 def _module_file(directory: Path, parts: Sequence[str]) -> tuple[Path, str] | None:
@@ -238,34 +242,6 @@ def library_axiom(full: str, roots: Sequence[tuple[Path, str]] | None = None) ->
     return False
 
 
-#: a module name in ``Print Libraries``'s output, one per line
-_MODULE_LINE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
-
-
-def loaded_modules(print_libraries: str) -> list[str]:
-    """The modules a ``Print Libraries`` output lists, in its order."""
-    return list(dict.fromkeys(_MODULE_LINE.findall(print_libraries)))
-
-
-def _module_source(module: str, roots: Sequence[tuple[Path, str]]) -> Path | None:
-    parts = module.split(".")
-    for folder, prefix in roots:
-        rest = under_prefix(prefix, parts)
-        if rest:
-            file = folder.joinpath(*rest[:-1], rest[-1] + ".v")
-            if file.is_file():
-                return file
-    return None
-
-
-@functools.cache
-def _source_text(file: Path) -> str:
-    try:
-        return file.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
 def _mentions(text: str, name: str) -> bool:
     return re.search(rf"(?<![\w'.]){re.escape(name)}(?![\w'])", text) is not None
 
@@ -277,10 +253,7 @@ def _library_file_holes(file: Path) -> frozenset[str]:
 
 
 def library_axiom_named(
-    printed: str,
-    modules: Sequence[str],
-    texts: Sequence[str],
-    roots: Sequence[tuple[Path, str]] | None = None,
+    printed: str, modules: Sequence[tuple[str, Path | None]], texts: Sequence[str]
 ) -> str | None:
     """The installed library's axiom a short name (``lor``, as ``Print Assumptions``
     prints it inside a file after ``Import``) stands for, when it can be no other
@@ -288,7 +261,8 @@ def library_axiom_named(
 
     ``Locate lor.`` cannot even be parsed where ``lor`` is an infix keyword, as
     after ``Require Import Sint63``. The name is taken for a library's axiom when
-    a module of ``modules`` (what the file loaded) declares an axiom of that name
+    a module of ``modules`` (what the file loaded, with its source:
+    :func:`~.project.module_source`) declares an axiom of that name
     whose full name ends with ``printed``, and nothing else could be meant: the
     name's last part appears nowhere in ``texts`` (the file and the project files
     it loads), and no loaded module has an ``Admitted`` declaration of that name
@@ -298,8 +272,7 @@ def library_axiom_named(
     if any(_mentions(text, base) for text in texts):
         return None
     found: list[str] = []
-    for module in modules:
-        source = _module_source(module, roots if roots is not None else coq_library_roots())
+    for module, source in modules:
         if source is None:
             continue
         text = _source_text(source)

@@ -33,12 +33,12 @@ from pathlib import Path
 from .audit import (
     LOGICAL_ROOT,
     from_outside,
-    loaded_modules,
     located_constant,
     parse_assumptions,
     without_section_variables,
 )
 from .holes import functor_parameters, lemma_ends
+from .project import loaded_modules
 
 __all__ = ["AuditAnswers", "AuditPlan", "plan_audit"]
 

@@ -43,7 +43,7 @@ from ..errors import OrchError, SourceSyntaxError
 from ..learn import FOUND, MINING, Corpus, MiningStats, ProofCache, ProofExample, file_digest
 from .display import COQ
 from .holes import iter_proofs
-from .project import coq_library_roots, flag_roots, under_prefix
+from .project import loaded_modules, module_source
 from .session import CoqSession
 from .syntax import Sentence, split_sentences
 
@@ -59,7 +59,6 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-_MODULE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
 #: proofs whose sentences mention these are not examples (they do not finish the proof)
 _UNFINISHED = re.compile(r"\b(?:admit|Admitted|Abort|give_up)\b")
 #: at most this many sentences of a proof are kept (longer proofs teach their openings)
@@ -105,37 +104,10 @@ def prefix_examples(prefix: Sequence[str]) -> list[ProofExample]:
     return mine_sentences(sentences, "")
 
 
-def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = None) -> Path | None:
-    """The ``.v`` source of the loaded module ``module`` (:func:`_module_source`, remembered)."""
-    return _module_source(module, tuple(flags), cwd or Path.cwd())
-
-
-@functools.lru_cache(maxsize=8192)
-def _module_source(module: str, flags: tuple[str, ...], cwd: Path) -> Path | None:
-    """The ``.v`` source of the loaded module ``module`` (``stdpp.sets``), or None.
-
-    Found as Coq finds its ``.vo``: under the ``-Q``/``-R`` pairs of ``flags`` and
-    ``cwd`` (:func:`~.project.flag_roots`), then Coq's own load path
-    (:func:`~.project.coq_library_roots`). A compiled module met first without its
-    source beside it has no source here (a later folder's file is another module).
-    """
-    parts = module.split(".")
-    for folder, prefix in [*flag_roots(flags, cwd), *coq_library_roots()]:
-        rest = under_prefix(prefix, parts)
-        if not rest:
-            continue
-        candidate = folder.joinpath(*rest).with_suffix(".v")
-        if candidate.is_file():
-            return candidate
-        if candidate.with_suffix(".vo").is_file():
-            return None  # the module is this compiled file, whose source is not beside it
-    return None
-
-
 async def loaded_libraries(session: CoqSession) -> list[str]:
     """The modules loaded at the session's root (``Print Libraries``)."""
     output = await session.query("Print Libraries.")
-    return list(dict.fromkeys(_MODULE.findall(output)))
+    return loaded_modules(output)
 
 
 def _original_of(source: Path | None, file: Path, statement: str) -> bool:

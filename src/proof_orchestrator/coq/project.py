@@ -35,6 +35,8 @@ __all__ = [
     "find_coqproject",
     "load_coqproject",
     "load_dune_project",
+    "loaded_modules",
+    "module_source",
     "project_for",
     "working_folder_flags",
 ]
@@ -146,6 +148,42 @@ def under_prefix(prefix: str, parts: Sequence[str]) -> list[str] | None:
     """``parts`` less the logical ``prefix`` (``""``: none); None when they lie outside it."""
     head = prefix.split(".") if prefix else []
     return list(parts[len(head) :]) if list(parts[: len(head)]) == head else None
+
+
+#: a module name in ``Print Libraries``'s output, one per line
+_MODULE_LINE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
+
+
+def loaded_modules(print_libraries: str) -> list[str]:
+    """The modules a ``Print Libraries`` output lists, in its order, each once."""
+    return list(dict.fromkeys(_MODULE_LINE.findall(print_libraries)))
+
+
+def module_source(module: str, flags: Sequence[str] = (), cwd: Path | None = None) -> Path | None:
+    """The ``.v`` source of the loaded module ``module`` (:func:`_module_source`, remembered)."""
+    return _module_source(module, tuple(flags), cwd or Path.cwd())
+
+
+@functools.lru_cache(maxsize=8192)
+def _module_source(module: str, flags: tuple[str, ...], cwd: Path) -> Path | None:
+    """The ``.v`` source of the loaded module ``module`` (``stdpp.sets``), or None.
+
+    Found as Coq finds its ``.vo``: under the ``-Q``/``-R`` pairs of ``flags`` and
+    ``cwd`` (:func:`flag_roots`), then Coq's own load path
+    (:func:`coq_library_roots`). A compiled module met first without its
+    source beside it has no source here (a later folder's file is another module).
+    """
+    parts = module.split(".")
+    for folder, prefix in [*flag_roots(flags, cwd), *coq_library_roots()]:
+        rest = under_prefix(prefix, parts)
+        if not rest:
+            continue
+        candidate = folder.joinpath(*rest).with_suffix(".v")
+        if candidate.is_file():
+            return candidate
+        if candidate.with_suffix(".vo").is_file():
+            return None  # the module is this compiled file, whose source is not beside it
+    return None
 
 
 def coq_library_folders(coqc: str = "coqc") -> tuple[Path, ...]:

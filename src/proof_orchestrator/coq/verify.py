@@ -53,7 +53,7 @@ from .audit import (
 from .build_output import first_error
 from .holes import functor_parameters, qed_proofs, scan_coq_text
 from .inline_audit import AuditAnswers, plan_audit
-from .project import working_folder_flags
+from .project import module_source, working_folder_flags
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
@@ -290,12 +290,14 @@ class CoqVerifier:
         )
         # a library's axiom printed short is known by its name (``Locate lor.`` is a syntax
         # error after ``Import Sint63``); the others are located in the file
-        by_name = {
-            key: full
-            for key in names_of_constants
-            if self.trust_library_axioms
-            and (full := library_axiom_named(key, libraries, self._texts(original, libraries)))
-        }
+        by_name: dict[str, str] = {}
+        if self.trust_library_axioms and names_of_constants:
+            flags, cwd = self.project_holes.flags, self.project_holes.cwd
+            sources = [(module, module_source(module, flags, cwd)) for module in libraries]
+            texts = self._texts(original, libraries)
+            for key in names_of_constants:
+                if (full := library_axiom_named(key, sources, texts)) is not None:
+                    by_name[key] = full
         to_locate = [key for key in names_of_constants if key not in by_name]
         checked = first
         if to_locate or set(first.answers.each) < set(names):

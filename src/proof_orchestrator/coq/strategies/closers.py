@@ -27,7 +27,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ...errors import SourceSyntaxError
-from ..learning import module_source
+from ..project import loaded_modules, module_source
 from ..script import passes_gate
 from ..session import CoqSession
 from ..syntax import split_sentences
@@ -49,8 +49,6 @@ _DEFINITION = re.compile(
     r"Tactic\s+Notation\s+(?:\(\s*at\s+level\s+\d+\s*\)\s+)?\"(?P<notation>[A-Za-z_][\w']*)\")"
     r"\s*:="
 )
-#: a module name in ``Print Libraries``'s output, one per line
-_MODULE_LINE = re.compile(r"^\s+([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)\s*$", re.M)
 
 
 def defined_closers(prefix: Sequence[str]) -> list[str]:
@@ -85,7 +83,7 @@ def _source_proofs(source: Path) -> Counter[str]:
 
 def loaded_library_modules(print_libraries: str) -> list[str]:
     """The modules ``Print Libraries`` lists, less Coq's own (``Coq.*``)."""
-    return [m for m in _MODULE_LINE.findall(print_libraries) if not m.startswith("Coq.")]
+    return [m for m in loaded_modules(print_libraries) if not m.startswith("Coq.")]
 
 
 def rank_closers(
