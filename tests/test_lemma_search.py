@@ -15,6 +15,8 @@ from proof_orchestrator.coq.strategies.lemma_search import (
     bound_names,
     conclusion,
     constants,
+    covers,
+    head_pattern,
     parse_plain_goal,
     plain_goal,
     premise_tactics,
@@ -33,6 +35,41 @@ def test_a_conclusion_is_what_follows_the_binders_and_the_premises() -> None:
 def test_binders_with_and_without_parentheses_bind_names_not_types() -> None:
     assert bound_names("forall x y : Q, Qle x y") == {"x", "y"}
     assert bound_names("forall (p q : Q) (_ : Qle p q), Qle q p") == {"p", "q", "_"}
+
+
+def test_a_comma_inside_a_binders_type_does_not_end_the_binders() -> None:
+    statement = (
+        "forall {V : CompleteNormedModule.type R_AbsRing} (f : forall _ : R, V) (a b : R) "
+        "(l : V) (_ : is_RInt f a b l), eq (RInt f a b) l"
+    )
+    assert {"V", "f", "a", "b", "l"} <= bound_names(statement)
+    assert "R" not in bound_names(statement)
+
+
+def test_the_head_pattern_keeps_the_shape_a_lemma_must_conclude_with() -> None:
+    local = frozenset({"a", "x", "s", "s1", "s2", "P", "n", "m", "f"})
+
+    def pattern(text: str) -> str | None:
+        return head_pattern(PlainGoal(local, text))
+
+    assert pattern("eq (RInt (PSeries a) 0 x) (PSeries (PS_Int a) x)") == "eq (RInt _ _ _) _"
+    assert pattern("ex_RInt (PSeries a) 0 x") == "ex_RInt _ _ _"
+    assert pattern("eq s (fsetU s1 s2)") == "eq _ (fsetU _ _)"
+    assert pattern("is_true (in_mem x (mem s))") == "is_true (in_mem _ _)"
+    # no constant to narrow by, a hypothesis at the head, or binders still to open
+    assert pattern("eq x (f x)") is None
+    assert pattern("P x") is None
+    assert pattern("forall y : R, Rle y x") is None
+    assert pattern("Rle x 0 -> Rle 0 x") is None
+    assert pattern("True") is None
+
+
+def test_a_lemma_covers_a_goal_when_its_conclusion_adds_no_constant() -> None:
+    goal = PlainGoal(frozenset({"a", "x"}), "eq (RInt (PSeries a) 0 x) (PSeries (PS_Int a) x)")
+    unique = "forall (f : forall _ : R, R) (a b l : R) (_ : is_RInt f a b l), eq (RInt f a b) l"
+    point = "forall (a : R) (f : forall _ : R, R), eq (RInt f a a) zero"
+    assert covers(goal, unique)
+    assert not covers(goal, point)
 
 
 def test_constants_leave_out_bound_and_local_names() -> None:
@@ -134,3 +171,44 @@ async def test_search_finds_the_lemma_that_the_notations_hide(tmp_path: Path) ->
         await prover.aclose()
     assert found.outcome is Outcome.CANDIDATE
     assert any("Qplus_0_l" in s for s in found.sentences)
+
+
+SHAPES = """\
+Parameter T : Type.
+Parameter F G : nat -> T.
+Parameter is_F : nat -> T -> Prop.
+Axiom is_F_unique : forall n l, is_F n l -> F n = l.
+Axiom is_F_G : forall n, is_F n (G n).
+Axiom FG1 : forall n, F (S n) = G n.
+Axiom FG2 : forall n, F n = G (S n).
+Axiom FG3 : forall n, F (S (S n)) = G n.
+Axiom FG4 : forall n, F n = G (S (S n)).
+Axiom FG5 : forall n, F (S (S (S n))) = G n.
+Axiom FG6 : forall n, F n = G (S (S (S n))).
+Lemma F_G : forall n, F n = G n.
+Proof. intros. apply is_F_unique. apply is_F_G. Qed.
+"""
+
+
+async def test_the_lemma_that_concludes_with_the_goals_shape_is_applied(tmp_path: Path) -> None:
+    """Six lemmas mention both F and G, so ``Search F G`` fills the premises with them;
+    the rule the proof starts with (``is_F_unique``) does not mention G."""
+    path = tmp_path / "S.v"
+    path.write_text(SHAPES, encoding="utf-8")
+    hole = qed_proofs(path, SHAPES)[0][0]
+    prover = CoqProver(cwd=str(tmp_path))
+    try:
+        async with prover.session(hole.goal, SHAPES, hole.prefix_end) as session:
+            await session.run_tactic("intros.", session.root, timeout=5)
+            goal = await plain_goal(session)
+            assert goal is not None
+            lemmas = LemmaSearch()
+            assert "is_F_unique" not in [n for n, _ in await lemmas.premises(session, goal)]
+            appliers = await lemmas.appliers(session, goal)
+            assert appliers[0][0] == "is_F_unique"  # the one whose conclusion adds nothing
+            assert lemmas.shape_searches == 1
+            found = await SearchStrategy().prove(session, hole.goal, Budget(cpu_seconds=10))
+    finally:
+        await prover.aclose()
+    assert found.outcome is Outcome.CANDIDATE
+    assert "apply is_F_unique." in found.sentences

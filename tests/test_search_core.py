@@ -13,7 +13,13 @@ from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.states import CoqStates
 from proof_orchestrator.provers.base import TacticStatus
-from proof_orchestrator.search.bestfirst import SearchEnd, best_first, priority
+from proof_orchestrator.search.bestfirst import (
+    GROWTH_PENALTY,
+    SearchEnd,
+    best_first,
+    fingerprint,
+    priority,
+)
 from proof_orchestrator.search.proofstate import Hypothesis, hypotheses
 
 CONJ = """\
@@ -95,3 +101,25 @@ def test_the_search_core_imports_no_prover() -> None:
                 )
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 assert not node.module.startswith("proof_orchestrator"), (source, node.module)
+
+
+def test_a_step_that_blows_the_goal_up_waits_behind_one_that_did_not() -> None:
+    """``unfold`` of a big definition doubles the goal: half a level of depth later."""
+    assert priority(1, 1, 0.0, growth=2.0) == priority(1, 1, 0.0) + GROWTH_PENALTY
+    assert priority(1, 1, 0.0, growth=0.5) == priority(1, 1, 0.0)  # shrinking is no bonus
+    assert priority(1, 1, 0.0, growth=8.0) > priority(2, 1, 0.0)
+
+
+def test_states_that_differ_only_in_hypothesis_names_are_merged() -> None:
+    """``intros``, ``move=> Hx`` and ``intuition`` reach one state under three names."""
+    coq = "  a : nat\n  {name} : a = 0\n  ============================\n  S a = 1"
+    assert fingerprint([coq.format(name="H")]) == fingerprint([coq.format(name="Hx")])
+    # a different statement is a different state, whatever the names
+    other = coq.replace("a = 0", "a = 1")
+    assert fingerprint([other.format(name="H")]) != fingerprint([coq.format(name="H")])
+    # a constant named like nothing in the context is kept
+    assert fingerprint(["n : nat\n============================\nf n = n"]) != fingerprint(
+        ["n : nat\n============================\ng n = n"]
+    )
+    lean = "x y : Nat\n{name} : x = y\n⊢ y = x"
+    assert fingerprint([lean.format(name="h")]) == fingerprint([lean.format(name="hxy")])

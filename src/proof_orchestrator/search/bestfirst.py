@@ -5,8 +5,9 @@ by asking every :data:`Expander` for candidate tactics on its first goal
 (learned suggestions with the model's confidence, retrieved premises,
 closing tactics, structural steps...), and running each from the node's
 state. The priority of a new node is its depth plus half its open goals
-minus twice the confidence of the tactic that led there; states with the
-same goals are merged (the first one reached is kept). The search stops at
+minus twice the confidence of the tactic that led there, plus half a level
+for each doubling of the goal's text; states with the same goals (up to the
+names of their hypotheses) are merged (the first one reached is kept). The search stops at
 the first tactic after which no goal remains, when ``max_expansions`` nodes
 were expanded, or when the prover's CPU since the start reaches
 ``cpu_seconds``. Depth and expansions come from the caller (the budget's
@@ -19,6 +20,8 @@ import enum
 import hashlib
 import heapq
 import itertools
+import math
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -101,24 +104,57 @@ class _Node:
     counts: tuple[int, ...] = field(compare=False)
 
 
+_HYPOTHESIS = re.compile(r"^\s*([A-Za-z_][\w']*(?:\s*,?\s*[A-Za-z_][\w']*)*)\s*:[^=]", re.M)
+_IDENTIFIER = re.compile(r"(?<![\w'.#])([A-Za-z_][\w']*)")
+_NOT_NAMES = frozenset(["forall", "exists", "fun", "let", "match", "fix", "if", "with"])
+
+
+def _nameless(goal: str) -> str:
+    """``goal`` with its hypotheses' names replaced by their positions (``#0``, ``#1``).
+
+    ``intros``, ``move=> Hx`` and ``intuition`` often reach one state under
+    different names; the search need not expand it three times.
+    """
+    names: list[str] = []
+    for match in _HYPOTHESIS.finditer(goal.split("\n====", 1)[0].split("\n⊢", 1)[0]):
+        found = re.split(r"[\s,]+", match.group(1).strip())
+        if not _NOT_NAMES.intersection(found):
+            names += found
+    if not names:
+        return goal
+    places = {name: f"#{i}" for i, name in enumerate(dict.fromkeys(names))}
+    return _IDENTIFIER.sub(lambda m: places.get(m.group(1), m.group(1)), goal)
+
+
 def fingerprint(goals: Sequence[str]) -> str:
-    """The identity of a state for merging: its goals, whitespace-normalised."""
-    return hashlib.sha256("\x00".join(" ".join(g.split()) for g in goals).encode()).hexdigest()
+    """The identity of a state for merging: its goals, whitespace-normalised, with the
+    hypotheses' names left out (:func:`_nameless`)."""
+    text = "\x00".join(" ".join(_nameless(g).split()) for g in goals)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 #: the most a tactic's confidence can take off a node's priority: two levels of depth
 CONFIDENCE_CAP = 1.0
 
 
-def priority(depth: int, open_goals: int, confidence: float) -> float:
-    """Lower is better: depth plus half the open goals minus twice the model's confidence.
+#: what a doubling of the goal's text adds to a node's priority
+GROWTH_PENALTY = 0.5
+
+
+def priority(depth: int, open_goals: int, confidence: float, growth: float = 1.0) -> float:
+    """Lower is better: depth plus half the open goals minus twice the model's confidence,
+    plus :data:`GROWTH_PENALTY` for each doubling of the goal's text (``growth``, the
+    new first goal's length over its parent's).
 
     The confidence (a k-NN vote: a sum of similarities, so above 1 when several
     neighbours agree) counts up to :data:`CONFIDENCE_CAP`. Uncapped, a chain of
     confident suggestions went arbitrarily deep before a shallower, less
-    confident branch was expanded.
+    confident branch was expanded. A step that blows the goal up (``unfold`` of
+    a big definition, ``simpl`` into a ``match``) rarely starts a short proof,
+    so its state waits behind the states of its depth that did not grow.
     """
-    return depth + 0.5 * open_goals - 2.0 * min(confidence, CONFIDENCE_CAP)
+    penalty = GROWTH_PENALTY * math.log2(growth) if growth > 1.0 else 0.0
+    return depth + 0.5 * open_goals - 2.0 * min(confidence, CONFIDENCE_CAP) + penalty
 
 
 async def best_first(
@@ -205,7 +241,12 @@ async def best_first(
             heapq.heappush(
                 frontier,
                 _Node(
-                    priority(len(node.steps) + 1, len(step.goals), confidence),
+                    priority(
+                        len(node.steps) + 1,
+                        len(step.goals),
+                        confidence,
+                        len(step.goals[0]) / max(1, len(node.goals[0])),
+                    ),
                     next(counter),
                     step.state,
                     step.goals,

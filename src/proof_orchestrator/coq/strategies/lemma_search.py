@@ -11,6 +11,13 @@ nothing declared after the hole exists yet). The lemmas are ranked by how
 well their conclusion's constants match the goal's, and the best few become
 ``apply``/``rewrite`` candidates in the search.
 
+That query needs a lemma to mention every constant it names, so it misses the
+general rules a proof starts with: ``RInt f a b = l`` follows from
+``is_RInt f a b l`` (``is_RInt_unique``), which mentions none of the goal's
+``PSeries``. :meth:`LemmaSearch.appliers` asks the other question, which
+lemmas conclude with the goal's shape (``Search headconcl:(eq (RInt _ _ _) _).``,
+from :func:`head_pattern`), and offers them to ``apply``.
+
 A ``Search`` costs tens of milliseconds in a file that loads the reals, so
 results are cached per conclusion and the number of searches per attempt is
 capped.
@@ -18,6 +25,7 @@ capped.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -32,6 +40,8 @@ __all__ = [
     "PlainGoal",
     "conclusion",
     "constants",
+    "covers",
+    "head_pattern",
     "plain_goal",
     "premise_tactics",
     "search_entries",
@@ -88,18 +98,60 @@ def conclusion(statement: str) -> str:
     return text
 
 
+_BINDER_START = re.compile(r"\b(?:forall|exists|fun)\s+")
+_NAME = re.compile(r"[A-Za-z_][\w']*")
+
+
+def _binder_text(text: str, start: int) -> str:
+    """The binders from ``start`` to the ``,`` or ``=>`` that ends them (outside brackets)."""
+    depth = 0
+    for index in range(start, len(text)):
+        char = text[index]
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth < 0:
+                return text[start:index]
+        elif depth == 0 and (char == "," or text.startswith("=>", index)):
+            return text[start:index]
+    return text[start:]
+
+
 def bound_names(text: str) -> set[str]:
     """The names bound by ``forall``/``exists``/``fun`` in ``text``.
 
     ``forall x y : Q,`` binds x and y; ``forall (p q : Q) (_ : Qle p q),`` binds
-    p and q (not ``Q``, not ``Qle``).
+    p and q (not ``Q``, not ``Qle``); ``forall {V : T} (f : forall _ : R, V) (a b : R),``
+    binds V, f, a and b (a comma inside a binder's type does not end the binders).
     """
+    return set(_bound_names(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound_names(text: str) -> frozenset[str]:
     bound: set[str] = set()
-    for binders in BINDERS.findall(text):
-        groups = re.findall(r"\(([^()]*?):", binders) if "(" in binders else [binders]
-        for group in groups:
-            bound.update(re.findall(r"[A-Za-z_][\w']*", group.split(":", 1)[0]))
-    return bound
+    for match in _BINDER_START.finditer(text):
+        binders = _binder_text(text, match.end()).strip()
+        if not binders.startswith(("(", "{", "`", "[")):
+            bound.update(_NAME.findall(split_top_level(binders, ":")[0]))
+            continue
+        depth = 0
+        group = ""
+        for char in binders:
+            if char in "([{":
+                depth += 1
+                if depth == 1:
+                    group = ""
+                    continue
+            elif char in ")]}":
+                depth -= 1
+                if depth == 0:
+                    bound.update(_NAME.findall(split_top_level(group, ":")[0]))
+                    continue
+            if depth >= 1:
+                group += char
+    return frozenset(bound)
 
 
 def constants(text: str, local: frozenset[str] = frozenset()) -> list[str]:
@@ -191,6 +243,93 @@ def _score(goal: PlainGoal, statement: str, mentioned: list[str] | None = None) 
     return score
 
 
+#: heads whose first argument's shape is what a lemma must match (``eq (RInt _ _ _) _``)
+_SEE_THROUGH = frozenset(["eq", "iff", "is_true", "not"])
+
+
+def _terms(text: str) -> list[str]:
+    """The top-level terms of an application: ``f (g x) y`` is ``f``, ``(g x)``, ``y``."""
+    terms: list[str] = []
+    depth = 0
+    current = ""
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char.isspace() and depth == 0:
+            if current:
+                terms.append(current)
+            current = ""
+            continue
+        current += char
+    if current:
+        terms.append(current)
+    return terms
+
+
+def _unwrap(term: str) -> str:
+    """``term`` without the parentheses around all of it."""
+    term = term.strip()
+    while term.startswith("(") and term.endswith(")") and len(_terms(term)) == 1:
+        term = term[1:-1].strip()
+    return term
+
+
+def _skeleton(term: str, local: frozenset[str]) -> str | None:
+    """``h _ _`` for an application of a constant ``h`` to two arguments; None otherwise."""
+    parts = _terms(_unwrap(term))
+    if not parts or not re.fullmatch(r"[A-Za-z_][\w'.]*", parts[0]):
+        return None
+    if parts[0] in local or parts[0] in _KEYWORDS:
+        return None
+    return " ".join([parts[0]] + ["_"] * (len(parts) - 1))
+
+
+def head_pattern(goal: PlainGoal) -> str | None:
+    """A ``Search headconcl:`` pattern for the lemmas that conclude what ``goal`` does.
+
+    The head constant with every argument a hole. Under ``eq``, ``iff``,
+    ``is_true`` and ``not``, which head too many lemmas to narrow anything, the
+    first argument that applies a constant keeps its own head
+    (``eq (RInt _ _ _) _``), and without one there is no pattern. None too when
+    the conclusion is not an application of a constant (a hypothesis ``P x``,
+    a ``forall`` or an implication, which ``intros`` opens first).
+    """
+    if conclusion(goal.conclusion) != " ".join(goal.conclusion.split()):
+        return None
+    local = goal.hypotheses | frozenset(bound_names(goal.conclusion))
+    top = _skeleton(goal.conclusion, local)
+    if top is None or " " not in top:
+        return None
+    if top.split()[0] not in _SEE_THROUGH:
+        return top
+    parts = _terms(_unwrap(goal.conclusion))
+    for index, argument in enumerate(parts[1:]):
+        inner = _skeleton(argument, local) if _unwrap(argument) != argument else None
+        if inner is not None and " " in inner and inner.split()[0] not in GENERIC | _SEE_THROUGH:
+            arguments = ["_"] * (len(parts) - 1)
+            arguments[index] = f"({inner})"
+            return " ".join([parts[0], *arguments])
+    return None
+
+
+def covers(goal: PlainGoal, statement: str) -> bool:
+    """Whether every constant of the lemma's conclusion is one the goal mentions."""
+    return _fit(frozenset(goal.constants), statement)[0] == 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _fit(mentioned: frozenset[str], statement: str) -> tuple[int, float, int]:
+    """How likely ``apply`` of a lemma is to unify with a goal mentioning ``mentioned``
+    (smaller is better): a constant of its conclusion that the goal lacks rarely
+    unifies, so the most general conclusions come first (``RInt f a b = l`` before
+    ``RInt f a a = zero``), then the most shared constants, then the shortest."""
+    theirs = set(constants(conclusion(statement), frozenset(bound_names(statement))))
+    shared = len(theirs & mentioned) / max(1, len(theirs | mentioned))
+    return len(theirs - mentioned), -shared, len(statement)
+
+
 @dataclass
 class LemmaSearch:
     """``Search`` in the session, cached per conclusion, at most ``max_searches`` per attempt."""
@@ -203,7 +342,12 @@ class LemmaSearch:
     #: constants a query requires, at most
     terms: int = 3
     searches: int = 0
+    #: ``Search headconcl:`` queries made by :meth:`appliers`, and their cap
+    shape_searches: int = 0
+    max_shape_searches: int = 8
     _cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _shape_cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    _applier_cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     async def premises(self, session: CoqSession, goal: PlainGoal) -> list[tuple[str, str]]:
         """The ``k`` best lemmas in scope for ``goal``, with their statements.
@@ -237,6 +381,39 @@ class LemmaSearch:
         best = ranked[: self.k]
         self._cache[goal.conclusion] = best
         return best
+
+
+    async def appliers(self, session: CoqSession, goal: PlainGoal) -> list[tuple[str, str]]:
+        """The ``k`` best lemmas in scope whose conclusion has ``goal``'s shape
+        (:func:`head_pattern`), with their statements, best first."""
+        ranked = self._applier_cache.get(goal.conclusion)
+        if ranked is not None:
+            return ranked
+        pattern = head_pattern(goal)
+        if pattern is None:
+            return []
+        cached = self._shape_cache.get(pattern)
+        if cached is None:
+            if self.shape_searches >= self.max_shape_searches:
+                return []
+            self.shape_searches += 1
+            try:
+                output = await session.query(
+                    f"Search headconcl:({pattern}).", options=NO_NOTATIONS, timeout=10
+                )
+            except OrchError:
+                output = ""
+            cached = search_entries(output)[: self.max_entries]
+            self._shape_cache[pattern] = cached
+        mentioned = frozenset(goal.constants)
+        entries = [
+            (name, statement)
+            for name, statement in cached
+            if name != session.goal.name and name not in goal.hypotheses
+        ]
+        ranked = sorted(entries, key=lambda e: _fit(mentioned, e[1]))[: self.k]
+        self._applier_cache[goal.conclusion] = ranked
+        return ranked
 
 
 def premise_tactics(goal: PlainGoal, premises: list[tuple[str, str]]) -> list[str]:

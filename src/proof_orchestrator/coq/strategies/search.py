@@ -16,12 +16,15 @@ argument-free tactics (:func:`local_tactics`), ``unfold`` of the constants
 the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
 its notations), the lemmas Coq's ``Search`` finds for the goal printed
 without notations (:mod:`.lemma_search`: ``apply``, ``eapply …; eauto``,
-``rewrite``), and the premises that BM25 ranks best against the goal
-(:mod:`.retrieval`). The candidates are first probed, eight at a time, in
-one sentence (:mod:`..probe`); those that would change the goal are run from
-the state in the session (which goes back to any earlier state). States are
-scored by cost so far (depth, open goals) minus the model's confidence in the
-tactic that led there, and identical states (same goals) are merged. The CPU
+``rewrite``) and those that conclude with the goal's shape (``apply``), and
+the premises that BM25 ranks best against the goal (:mod:`.retrieval`). The
+candidates are first probed, eight at a time, in one sentence
+(:mod:`..probe`); those that would change the goal are run from the state in
+the session (which goes back to any earlier state). States are scored by cost
+so far (depth, open goals, growth of the goal) minus the model's confidence in
+the tactic that led there (an ``apply`` of a lemma concluding with the goal's
+shape has :data:`APPLIER_CONFIDENCE`), and identical states (same goals, up to
+hypothesis names) are merged. The CPU
 budget is honoured, and the search grows with it
 (:func:`~proof_orchestrator.search.bestfirst.search_limits`):
 :data:`~proof_orchestrator.search.bestfirst.EXPANSIONS_PER_SECOND` node
@@ -58,6 +61,7 @@ from .lemma_search import (
     GENERIC,
     LemmaSearch,
     constants,
+    covers,
     plain_goal,
     premise_tactics,
 )
@@ -65,6 +69,7 @@ from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
 
 __all__ = [
+    "APPLIER_CONFIDENCE",
     "CLOSERS",
     "STRUCTURAL",
     "SearchStrategy",
@@ -89,13 +94,27 @@ CLOSERS = (
     "eauto.",
     "auto with arith.",
 )
-STRUCTURAL = ("intros.", "simpl.", "split.", "constructor.", "left.", "right.", "f_equal.")
+STRUCTURAL = (
+    "intros.",
+    "simpl.",
+    "split.",
+    "constructor.",
+    "left.",
+    "right.",
+    "eexists.",
+    "f_equal.",
+)
 #: steps on the hypotheses are offered at nodes fewer steps than this from the root
 HYPOTHESIS_DEPTH = 2
 #: constants of a conclusion offered to ``unfold``, at most
 MAX_UNFOLDS = 3
 #: candidates a node gets beyond ``per_node``: the premises found by ``Search``
 PER_NODE_EXTRA = 32
+#: the confidence of ``apply L`` where ``L`` concludes with the goal's shape and no
+#: constant the goal lacks (``is_RInt_unique : is_RInt f a b l -> RInt f a b = l`` for
+#: ``RInt (PSeries a) 0 x = …``): the backward step a hand-written proof starts with, so
+#: the state it opens is expanded before the other unguided ones of its depth
+APPLIER_CONFIDENCE = 0.6
 #: the confidence of a tactic the caller prefers (a broken proof's remaining old steps):
 #: a neighbour's vote, so the nodes it opens come first
 PREFERRED_CONFIDENCE = 1.0
@@ -255,6 +274,10 @@ class SearchStrategy(StrategyDefaults):
         if plain is not None and lemmas is not None:
             found += [
                 (t, 0.0) for t in premise_tactics(plain, await lemmas.premises(session, plain))
+            ]
+            found += [
+                (f"apply {name}.", APPLIER_CONFIDENCE if covers(plain, statement) else 0.0)
+                for name, statement in await lemmas.appliers(session, plain)
             ]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
