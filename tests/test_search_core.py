@@ -121,5 +121,11 @@ def test_states_that_differ_only_in_hypothesis_names_are_merged() -> None:
     assert fingerprint(["n : nat\n============================\nf n = n"]) != fingerprint(
         ["n : nat\n============================\ng n = n"]
     )
+    # a long line of names with no colon is read in linear time (the first pattern was
+    # exponential there: this line took minutes)
+    words = " ".join(f"word{i}" for i in range(60))
+    assert fingerprint([f"  H : P\n  {words}\n  ====\n  Q"]) == fingerprint(
+        [f"  K : P\n  {words}\n  ====\n  Q"]
+    )
     lean = "x y : Nat\n{name} : x = y\n⊢ y = x"
     assert fingerprint([lean.format(name="h")]) == fingerprint([lean.format(name="hxy")])

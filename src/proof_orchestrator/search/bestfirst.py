@@ -104,7 +104,12 @@ class _Node:
     counts: tuple[int, ...] = field(compare=False)
 
 
-_HYPOTHESIS = re.compile(r"^\s*([A-Za-z_][\w']*(?:\s*,?\s*[A-Za-z_][\w']*)*)\s*:[^=]", re.M)
+#: ``n, m : nat`` (Coq) or ``x y : Nat`` (Lean); names are separated by a comma or by
+#: blanks, never by nothing (``(?:\s*,?\s*NAME)*`` would split one long name in
+#: exponentially many ways before failing on a line without a colon)
+_HYPOTHESIS = re.compile(
+    r"^[ \t]*([A-Za-z_][\w']*(?:(?:[ \t]*,[ \t]*|[ \t]+)[A-Za-z_][\w']*)*)[ \t]*:[^=]", re.M
+)
 _IDENTIFIER = re.compile(r"(?<![\w'.#])([A-Za-z_][\w']*)")
 _NOT_NAMES = frozenset(["forall", "exists", "fun", "let", "match", "fix", "if", "with"])
 

@@ -111,9 +111,10 @@ MAX_UNFOLDS = 3
 #: candidates a node gets beyond ``per_node``: the premises found by ``Search``
 PER_NODE_EXTRA = 32
 #: the confidence of ``apply L`` where ``L`` concludes with the goal's shape and no
-#: constant the goal lacks (``is_RInt_unique : is_RInt f a b l -> RInt f a b = l`` for
-#: ``RInt (PSeries a) 0 x = …``): the backward step a hand-written proof starts with, so
-#: the state it opens is expanded before the other unguided ones of its depth
+#: constant the goal lacks, the only such lemmas offered (``is_RInt_unique : is_RInt f a
+#: b l -> RInt f a b = l`` for ``RInt (PSeries a) 0 x = …``): the backward step a
+#: hand-written proof starts with, so the state it opens is expanded before the other
+#: unguided ones of its depth
 APPLIER_CONFIDENCE = 0.6
 #: the confidence of a tactic the caller prefers (a broken proof's remaining old steps):
 #: a neighbour's vote, so the nodes it opens come first
@@ -275,9 +276,11 @@ class SearchStrategy(StrategyDefaults):
             found += [
                 (t, 0.0) for t in premise_tactics(plain, await lemmas.premises(session, plain))
             ]
+            # only those whose conclusion adds no constant: the others rarely unify
             found += [
-                (f"apply {name}.", APPLIER_CONFIDENCE if covers(plain, statement) else 0.0)
+                (f"apply {name}.", APPLIER_CONFIDENCE)
                 for name, statement in await lemmas.appliers(session, plain)
+                if covers(plain, statement)
             ]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
