@@ -265,3 +265,16 @@ def test_the_corpus_ranks_notations_too() -> None:
         corpus.nearest("Lemma goal : s1 :&: s2 = s2 :&: s1.", 2, exclude=["fsetIC"])[0][1].name
         == "fsetUC"
     )
+
+
+def test_a_proof_added_to_the_corpus_is_ranked_at_once() -> None:
+    """Rankings are kept per statement; a proof found in the run must not wait for them."""
+    union = ProofExample("fsetUC", "Lemma fsetUC s1 s2 : s1 :|: s2 = s2 :|: s1.", ("by [].",))
+    corpus = Corpus(COQ, [union])
+    goal = "Lemma goal s1 s2 : s1 :&: s2 = s2 :&: s1."
+    assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetUC"]
+    assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetUC"]  # from the kept ranking
+    corpus.extend(
+        [ProofExample("fsetIC", "Lemma fsetIC s1 s2 : s1 :&: s2 = s2 :&: s1.", ("by [].",))]
+    )
+    assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetIC"]

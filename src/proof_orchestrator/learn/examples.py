@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -68,6 +68,10 @@ class ProofExample:
         return len(self.script) == 1
 
 
+#: statements whose ranking a corpus keeps
+RANKINGS_KEPT = 64
+
+
 class Corpus:
     """Examples, ranked against a goal by statement similarity."""
 
@@ -75,12 +79,15 @@ class Corpus:
         self.syntax = syntax
         self.examples: list[ProofExample] = []
         self._postings: defaultdict[int, list[tuple[int, float]]] = defaultdict(list)
+        #: the ranking of recent statements (every strategy asks about the same goal)
+        self._ranked: OrderedDict[str, list[tuple[int, float]]] = OrderedDict()
         self.extend(examples)
 
     def __len__(self) -> int:
         return len(self.examples)
 
     def extend(self, examples: Iterable[ProofExample]) -> None:
+        self._ranked.clear()
         for example in examples:
             index = len(self.examples)
             self.examples.append(example)
@@ -100,11 +107,7 @@ class Corpus:
         ``exclude`` names examples never returned (the goal's own name: a
         library copy may declare it too); ``max_sentences`` keeps short proofs only.
         """
-        scores: defaultdict[int, float] = defaultdict(float)
-        for key, weight in statement_features(statement, self.syntax).items():
-            for index, other in self._postings.get(key, ()):
-                scores[index] += weight * other
-        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        ranked = self._ranking(statement)
         found: list[tuple[float, ProofExample]] = []
         seen: set[tuple[str, tuple[str, ...]]] = set()
         for index, score in ranked:
@@ -121,3 +124,20 @@ class Corpus:
             if len(found) >= k:
                 break
         return found
+
+    def _ranking(self, statement: str) -> list[tuple[int, float]]:
+        """Every example with a shared feature, as (index, score), best first; the
+        last :data:`RANKINGS_KEPT` statements' rankings are kept."""
+        ranked = self._ranked.get(statement)
+        if ranked is not None:
+            self._ranked.move_to_end(statement)
+            return ranked
+        scores: defaultdict[int, float] = defaultdict(float)
+        for key, weight in statement_features(statement, self.syntax).items():
+            for index, other in self._postings.get(key, ()):
+                scores[index] += weight * other
+        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+        self._ranked[statement] = ranked
+        if len(self._ranked) > RANKINGS_KEPT:
+            self._ranked.popitem(last=False)
+        return ranked
