@@ -11,6 +11,7 @@ addition, so the caches of what a position sees can tell they are stale.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,7 +29,9 @@ class _Found:
     example: ProofExample
 
 
+@functools.lru_cache(maxsize=4096)
 def _key(path: Path | str) -> str:
+    """The file's resolved path (kept: a goal's imports are asked about at every attempt)."""
     try:
         return os.path.realpath(path)
     except OSError:
