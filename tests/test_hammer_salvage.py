@@ -129,9 +129,14 @@ async def test_a_hammer_call_past_its_cpu_limit_times_out_and_keeps_its_process(
 ) -> None:
     async with _warm_hammer_session(write_v) as (_, side):
         pid = side.pid
-        cut = await side.run_tactic(
-            "hammer.", side.root, timeout=30, cpu_limit=3.0, salvage=SALVAGE_SECONDS
-        )
+        for _ in range(3):
+            cut = await side.run_tactic(
+                "hammer.", side.root, timeout=30, cpu_limit=3.0, salvage=SALVAGE_SECONDS
+            )
+            # once in a while (seen under the suite's two workers) every ATP gives up on
+            # its own just before the limit: the call then fails and was not cut
+            if not (cut.status is TacticStatus.FAILED and cut.cpu_seconds < 3.0):
+                break
         assert cut.status is TacticStatus.TIMEOUT
         assert side.pid == pid
         assert side.replacements == 0
