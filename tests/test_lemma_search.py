@@ -5,10 +5,13 @@ The parsing helpers need no prover; the rest runs real ``coqtop`` sessions.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from proof_orchestrator.coq.holes import qed_proofs
+from proof_orchestrator.coq.holes import CoqHole, qed_proofs
 from proof_orchestrator.coq.prover import CoqProver
+from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.strategies.lemma_search import (
     LemmaSearch,
     PlainGoal,
@@ -24,6 +27,7 @@ from proof_orchestrator.coq.strategies.lemma_search import (
 )
 from proof_orchestrator.coq.strategies.search import SearchStrategy, chain_opening
 from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.provers.base import ProofState
 
 
 def test_a_conclusion_is_what_follows_the_binders_and_the_premises() -> None:
@@ -145,30 +149,39 @@ Proof. intros. apply Qplus_0_l. Qed.
 """
 
 
-async def test_search_finds_the_lemma_that_the_notations_hide(tmp_path: Path) -> None:
-    path = tmp_path / "N.v"
-    path.write_text(NOTATIONS, encoding="utf-8")
-    hole = qed_proofs(path, NOTATIONS)[0][0]
-    prover = CoqProver(cwd=str(tmp_path))
+@contextlib.asynccontextmanager
+async def _after_intros(
+    folder: Path, name: str, text: str
+) -> AsyncIterator[tuple[CoqHole, CoqSession, ProofState, PlainGoal]]:
+    """A session at the first ``Qed`` proof of ``text`` after ``intros.``, and its plain goal."""
+    path = folder / name
+    path.write_text(text, encoding="utf-8")
+    hole = qed_proofs(path, text)[0][0]
+    prover = CoqProver(cwd=str(folder))
     try:
-        async with prover.session(hole.goal, NOTATIONS, hole.prefix_end) as session:
+        async with prover.session(hole.goal, text, hole.prefix_end) as session:
             step = await session.run_tactic("intros.", session.root, timeout=5)
             goal = await plain_goal(session)
             assert goal is not None
-            assert goal.constants == ["Qeq", "Qplus"]
-            # the displayed goal is still the notation one: the option was unset for the query only
-            again = await session.run_tactic("idtac.", step.state, timeout=5)
-            assert "0 + x == x" in again.goals[0]
-            lemmas = LemmaSearch()
-            premises = [name for name, _ in await lemmas.premises(session, goal)]
-            assert "Qplus_0_l" in premises[:2]
-            assert lemmas.searches == 1
-            await lemmas.premises(session, goal)
-            assert lemmas.searches == 1  # cached per conclusion
-            # and the search strategy proves it with them
-            found = await SearchStrategy().prove(session, hole.goal, Budget(cpu_seconds=10))
+            yield hole, session, step.state, goal
     finally:
         await prover.aclose()
+
+
+async def test_search_finds_the_lemma_that_the_notations_hide(tmp_path: Path) -> None:
+    async with _after_intros(tmp_path, "N.v", NOTATIONS) as (hole, session, state, goal):
+        assert goal.constants == ["Qeq", "Qplus"]
+        # the displayed goal is still the notation one: the option was unset for the query only
+        again = await session.run_tactic("idtac.", state, timeout=5)
+        assert "0 + x == x" in again.goals[0]
+        lemmas = LemmaSearch()
+        premises = [name for name, _ in await lemmas.premises(session, goal)]
+        assert "Qplus_0_l" in premises[:2]
+        assert lemmas.searches == 1
+        await lemmas.premises(session, goal)
+        assert lemmas.searches == 1  # cached per conclusion
+        # and the search strategy proves it with them
+        found = await SearchStrategy().prove(session, hole.goal, Budget(cpu_seconds=10))
     assert found.outcome is Outcome.CANDIDATE
     assert any("Qplus_0_l" in s for s in found.sentences)
 
@@ -193,22 +206,12 @@ Proof. intros. apply is_F_unique. apply is_F_G. Qed.
 async def test_the_lemma_that_concludes_with_the_goals_shape_is_applied(tmp_path: Path) -> None:
     """Six lemmas mention both F and G, so ``Search F G`` fills the premises with them;
     the rule the proof starts with (``is_F_unique``) does not mention G."""
-    path = tmp_path / "S.v"
-    path.write_text(SHAPES, encoding="utf-8")
-    hole = qed_proofs(path, SHAPES)[0][0]
-    prover = CoqProver(cwd=str(tmp_path))
-    try:
-        async with prover.session(hole.goal, SHAPES, hole.prefix_end) as session:
-            await session.run_tactic("intros.", session.root, timeout=5)
-            goal = await plain_goal(session)
-            assert goal is not None
-            lemmas = LemmaSearch()
-            assert "is_F_unique" not in [n for n, _ in await lemmas.premises(session, goal)]
-            appliers = await lemmas.appliers(session, goal)
-            assert appliers[0][0] == "is_F_unique"  # the one whose conclusion adds nothing
-            assert lemmas.shape_searches == 1
-            found = await SearchStrategy().prove(session, hole.goal, Budget(cpu_seconds=10))
-    finally:
-        await prover.aclose()
+    async with _after_intros(tmp_path, "S.v", SHAPES) as (hole, session, _, goal):
+        lemmas = LemmaSearch()
+        assert "is_F_unique" not in [n for n, _ in await lemmas.premises(session, goal)]
+        appliers = await lemmas.appliers(session, goal)
+        assert appliers[0][0] == "is_F_unique"  # the one whose conclusion adds nothing
+        assert lemmas.shape_searches == 1
+        found = await SearchStrategy().prove(session, hole.goal, Budget(cpu_seconds=10))
     assert found.outcome is Outcome.CANDIDATE
     assert "apply is_F_unique." in found.sentences
