@@ -120,6 +120,18 @@ def test_a_shown_goal_gives_its_hypotheses_and_conclusion() -> None:
     assert goal.constants == ["Qle", "Qplus"]
 
 
+def test_an_existential_variable_is_no_constant_nor_the_header_a_hypothesis() -> None:
+    # after ``eexists.``: a shelved evar in the conclusion and in the header's count
+    shown = (
+        "1 focused goal (shelved: 1)\n  \n  a : nat -> R\n  H : ex_series a\n"
+        "  ============================\n  is_series (fun k : nat => PS_plus a k) ?l\n"
+    )
+    goal = parse_plain_goal(shown)
+    assert goal is not None
+    assert goal.hypotheses == frozenset({"a", "H"})
+    assert goal.constants == ["is_series", "nat", "PS_plus"]
+
+
 def test_rewrites_are_offered_only_for_equations_and_the_goals_relation() -> None:
     goal = PlainGoal(frozenset(), "Qeq (Qplus 0 x) x")
     tactics = premise_tactics(

@@ -47,7 +47,8 @@ __all__ = [
     "search_entries",
 ]
 
-_IDENT = re.compile(r"(?<![\w'.])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
+#: an identifier; not an existential variable (``?l``) nor a part of a qualified name
+_IDENT = re.compile(r"(?<![\w'.?])([A-Za-z_][\w']*(?:\.[A-Za-z_][\w']*)*)")
 BINDERS = re.compile(r"\b(?:forall|exists|fun)\s+([^,]*?)\s*(?:,|=>)")
 _KEYWORDS = frozenset(
     [
@@ -78,6 +79,7 @@ GENERIC = frozenset(["eq", "iff", "and", "or", "not", "ex", "True", "False", "al
 #: (``Qeq``, ``meq``, ``Equal``, ``equiv``)
 _EQUATION = re.compile(r"^(?:eq|iff)$|eq$|Eq$|^Equal|equiv|Equiv")
 _ENTRY = re.compile(r"^([A-Za-z_][\w'.]*):\s", re.M)
+_GOALS_HEADER = re.compile(r"^\d+ (?:focused )?goals?\b")
 _GOAL_SPLIT = re.compile(r"\n\s*goal \d+(?: \(ID \d+\))? is:\n")
 
 
@@ -188,6 +190,8 @@ def parse_plain_goal(shown: str) -> PlainGoal | None:
     names: set[str] = set()
     types: list[str] = []
     for line in lines[:bar]:
+        if _GOALS_HEADER.match(line):
+            continue  # ``1 focused goal (shelved: 1)``: no hypothesis
         if ":" in line and not line.startswith(" " * 4):
             head, kind = line.split(":", 1)
             names.update(n for n in re.split(r"[,\s]+", head.strip()) if n)
