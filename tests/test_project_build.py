@@ -187,6 +187,37 @@ async def test_an_up_to_date_build_is_reused_and_a_change_rebuilds_its_dependent
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+async def test_two_jobs_compile_independent_files_together_and_a_dependent_after_them(
+    project: Project,
+) -> None:
+    """At two jobs (the CPU target 1.0 on two cores) A and B, which need nothing of each
+    other, are compiled at once; D, which requires both, only once both are built, and a
+    file that failed leaves its dependents unbuilt."""
+    d = "From Lib Require Import A B2.\nLemma d1 : a + b = 3. Proof. reflexivity. Qed.\n"
+    b2 = "Definition b := 2.\n"
+    e = "From Lib Require Import D.\nLemma e1 : a = 1.\nProof.\nAdmitted.\n"
+    root = project({"A.v": A, "B2.v": b2, "D.v": d, "E.v": e})
+    steps: list[tuple[str, bool]] = []
+    builder = CoqBuilder(project_for(root), jobs=2)
+    result = await builder.build(
+        [root / "theories" / "E.v"], lambda step: steps.append((step.path.name, step.done))
+    )
+    assert not result.failed
+    assert sorted(p.name for p in result.built) == ["A.v", "B2.v", "D.v"]
+    # both started before either ended; D started after both ended
+    assert sorted(steps[:2]) == [("A.v", False), ("B2.v", False)]
+    assert steps.index(("D.v", False)) > max(
+        steps.index(("A.v", True)), steps.index(("B2.v", True))
+    )
+    assert tool_settings(FillOptions()).build_jobs >= 1
+    broken = project_for(root)
+    (root / "theories" / "A.v").write_text("Lemma oops : 1 = 2. Proof. reflexivity. Qed.\n")
+    again = await CoqBuilder(broken, jobs=2).build([root / "theories" / "E.v"])
+    assert [f.path.name for f in again.failed] == ["A.v"]
+    assert again.built == []  # B2 is up to date; D is not compiled against a broken A
+    assert {p.name for p in again.blocked} >= {"D.v", "E.v"}
+
+
 async def test_the_users_own_up_to_date_vo_is_reused(project: Project) -> None:
     root = project({"A.v": A, "B.v": B, "C.v": C})
     for name in ("A.v", "B.v"):

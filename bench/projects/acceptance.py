@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -26,18 +27,39 @@ ROOT = Path(__file__).resolve().parents[2]
 ORCH = str(ROOT / ".venv/bin/orch")
 
 
+def niced_cpu_seconds() -> float | None:
+    """CPU seconds the machine has spent in niced processes since boot (``/proc/stat``).
+
+    The command runs under ``nice``, and so does everything it starts, also the
+    processes nobody reaps (CoqHammer's ATPs, killed at their time limit): on an
+    otherwise quiet machine the difference over a run is the whole tree's CPU,
+    where ``/usr/bin/time`` (``getrusage``) sees only the reaped descendants.
+    """
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    return int(fields[2]) / os.sysconf("SC_CLK_TCK")
+
+
 def timed(cmd: list[str], cwd: Path) -> dict:
     t0 = time.monotonic()
+    niced = niced_cpu_seconds()
     run = subprocess.run(
         ["/usr/bin/time", "-v", "nice", "-n", "10", *cmd], cwd=cwd, capture_output=True, text=True
     )
     wall = time.monotonic() - t0
+    niced_after = niced_cpu_seconds()
     user = float(re.search(r"User time \(seconds\): ([\d.]+)", run.stderr).group(1))
     sys_ = float(re.search(r"System time \(seconds\): ([\d.]+)", run.stderr).group(1))
     return {
         "cmd": cmd,
         "rc": run.returncode,
         "cpu_s": round(user + sys_, 2),
+        # the tree with its unreaped processes (see :func:`niced_cpu_seconds`)
+        "cpu_s_niced": round(niced_after - niced, 2)
+        if niced is not None and niced_after is not None
+        else None,
         "wall_s": round(wall, 2),
         "stdout": run.stdout,
         "stderr": run.stderr[-4000:],

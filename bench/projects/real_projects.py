@@ -208,6 +208,11 @@ def one_lib(lib: str, a: argparse.Namespace, env: dict) -> dict:
     cores = os.cpu_count() or 1
     target = float(a.cpu_target)
     result["cpu_over_wall_of_target"] = round(run["cpu_s"] / run["wall_s"] / cores / target, 3)
+    if run.get("cpu_s_niced") is not None:
+        # with the processes nobody reaps (CoqHammer's ATPs): quiet machine assumed
+        result["cpu_niced_over_wall_of_target"] = round(
+            run["cpu_s_niced"] / run["wall_s"] / cores / target, 3
+        )
     result["eta"] = eta_errors(sampler.samples, run["wall_s"])
     result["live_samples"] = sampler.samples
     ledger = clone / ".orch" / "ledger.sqlite"
@@ -333,7 +338,8 @@ def main() -> int:
             f"one-sentence {len(result['one_sentence_proved'])}/"
             f"{len(result['one_sentence_holes'])}, CPU {result['cpu_s']} s, "
             f"wall {result['wall_s']} s, wins {result['wins']}, CPU/wall of target "
-            f"{result['cpu_over_wall_of_target']}, ETA {result['eta']} -> {out}",
+            f"{result['cpu_over_wall_of_target']} "
+            f"(niced: {result.get('cpu_niced_over_wall_of_target')}), ETA {result['eta']} -> {out}",
             flush=True,
         )
     return 0

@@ -63,7 +63,9 @@ class CoqTools:
         self._coq = coq
         self._throttle = throttle
         #: builds what the files need into .orch/build (or runs the user's build command)
-        self.builder = CoqBuilder(project, coqc=coq.coqc, command=settings.build_command)
+        self.builder = CoqBuilder(
+            project, coqc=coq.coqc, command=settings.build_command, jobs=settings.build_jobs
+        )
         #: the provers, by their flags (made on first use)
         self._provers: dict[tuple[str, ...], CoqProver] = {}
         #: the prover with the project's flags (a dune project's: every theory's folder)

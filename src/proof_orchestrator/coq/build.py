@@ -59,8 +59,11 @@ class CoqBuilder:
         coqdep: str = "coqdep",
         command: str = "",
         timeout: float = 3600.0,
+        jobs: int = 1,
     ) -> None:
         self.project = project
+        #: files compiled at once (a file starts once the files it requires are built)
+        self.jobs = max(1, jobs)
         self.root = project.root
         self.build_dir = build_root(project.root)
         self.coqc = coqc
@@ -315,46 +318,86 @@ class CoqBuilder:
         result: BuildResult,
         on_step: StepCallback | None,
     ) -> None:
+        """Compile what ``needed`` lacks, up to :attr:`jobs` files at once, each once the
+        files it requires are built (in the graph's order when ``jobs`` is 1)."""
         order, first = self._assess_all(graph)
         entries = self.manifest.read()
         total = sum(1 for p in needed if first[p].state is not FileBuild.BUILT)
         chosen: dict[Path, Choice] = {}
         todo = set(needed)
         broken: set[Path] = set()
-        for source in order:
-            deps = graph.get(source, set())
-            choice = self.manifest.assess(source, deps, chosen, entries)
-            chosen[source] = choice
-            if source not in todo:
-                continue
-            ours = self.output_of(source)
-            if choice.state is FileBuild.BUILT:
-                result.reused.append(source)
-                if choice.users and ours is not None and ours.exists():
-                    # it would shadow the user's
-                    self.manifest.remove_ours(entries, source, ours)
-                continue
-            if deps & broken:
-                broken.add(source)
-                continue
-            index = len(result.built) + len(result.failed) + 1
-            if on_step is not None:
-                on_step(BuildStep(source, index, total, done=False))
-            if ours is None:
-                failure: BuildFailure | None = BuildFailure(
-                    source, None, "outside the project's root: build it first"
-                )
-            else:
-                failure = await self._compile(source, ours, result)
-            if on_step is not None:
-                on_step(BuildStep(source, index, total, done=True, ok=failure is None))
-            if failure is not None or ours is None:
-                result.failed.append(failure or BuildFailure(source, None, "not built"))
-                broken.add(source)
-                continue
-            self.manifest.record(entries, source, ours, deps, chosen)
-            chosen[source] = Choice(FileBuild.BUILT, ours)
-            result.built.append(source)
+        waiting = list(order)
+        running: dict[asyncio.Task[BuildFailure | None], tuple[Path, Path, int]] = {}
+        started = 0
+
+        def ready(source: Path) -> bool:
+            """Every file ``source`` requires is assessed, and none is being compiled."""
+            return all(
+                dep not in compiling and (dep in chosen or dep not in first)
+                for dep in graph.get(source, set())
+            )
+
+        compiling: set[Path] = set()
+        try:
+            while waiting or running:
+                for source in list(waiting):
+                    if len(running) >= self.jobs:
+                        break
+                    if not ready(source):
+                        continue
+                    waiting.remove(source)
+                    deps = graph.get(source, set())
+                    choice = self.manifest.assess(source, deps, chosen, entries)
+                    chosen[source] = choice
+                    if source not in todo:
+                        continue
+                    ours = self.output_of(source)
+                    if choice.state is FileBuild.BUILT:
+                        result.reused.append(source)
+                        if choice.users and ours is not None and ours.exists():
+                            # it would shadow the user's
+                            self.manifest.remove_ours(entries, source, ours)
+                        continue
+                    if deps & broken:
+                        broken.add(source)
+                        continue
+                    started += 1
+                    if on_step is not None:
+                        on_step(BuildStep(source, started, total, done=False))
+                    if ours is None:
+                        result.failed.append(
+                            BuildFailure(source, None, "outside the project's root: build it first")
+                        )
+                        broken.add(source)
+                        if on_step is not None:
+                            on_step(BuildStep(source, started, total, done=True, ok=False))
+                        continue
+                    task = asyncio.ensure_future(self._compile(source, ours, result))
+                    running[task] = (source, ours, started)
+                    compiling.add(source)
+                if not running:
+                    if waiting:  # the order is topological: a file waits only on a build
+                        raise RuntimeError(f"nothing to build before {waiting[0]}")
+                    break
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    source, ours, index = running.pop(task)
+                    compiling.discard(source)
+                    failure = task.result()
+                    if on_step is not None:
+                        on_step(BuildStep(source, index, total, done=True, ok=failure is None))
+                    if failure is not None:
+                        result.failed.append(failure)
+                        broken.add(source)
+                        continue
+                    self.manifest.record(entries, source, ours, graph.get(source, set()), chosen)
+                    chosen[source] = Choice(FileBuild.BUILT, ours)
+                    result.built.append(source)
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
 
     async def _compile(self, source: Path, ours: Path, result: BuildResult) -> BuildFailure | None:
         compiled = await compile_file(

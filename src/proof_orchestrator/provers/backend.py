@@ -115,6 +115,8 @@ class ToolSettings:
     memory_mb: int | None = None
     #: the user's build command (``make -j2``); empty: the backend builds into ``.orch/build``
     build_command: str = ""
+    #: files the backend's own build compiles at once (the CPU target's share of the cores)
+    build_jobs: int = 1
     #: refuse library axioms the original file's proofs do not use (Coq's audit)
     strict_axioms: bool = False
     coq: CoqSettings = field(default_factory=CoqSettings)

@@ -7,6 +7,7 @@ that owns the file's suffix.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,13 @@ from ..backends import backend_for
 from ..provers.backend import Hole, ProjectTools, ToolSettings
 from .reports import FillOptions
 
-__all__ = ["Toolbox", "tool_settings"]
+__all__ = ["Toolbox", "build_jobs", "tool_settings"]
+
+
+def build_jobs(cpu_target: float, cores: int | None = None) -> int:
+    """Files compiled at once by a build: the cores the CPU target allows, at least one
+    (two at the target 1.0 on two cores; one at the default 0.5)."""
+    return max(1, int((cores or os.cpu_count() or 1) * cpu_target + 1e-9))
 
 
 def tool_settings(options: FillOptions) -> ToolSettings:
@@ -24,6 +31,7 @@ def tool_settings(options: FillOptions) -> ToolSettings:
         sessions=options.orch.max_light + options.orch.max_heavy,
         memory_mb=options.orch.prover_memory_mb,
         build_command=options.orch.build,
+        build_jobs=build_jobs(options.orch.cpu_target),
         strict_axioms=options.orch.strict_axioms,
         coq=options.coq,
         lean=options.lean,
