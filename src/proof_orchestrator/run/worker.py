@@ -184,7 +184,18 @@ class GoalRun:
         """One pass over a goal; the live board's pace model counts it (the ETA)."""
         revisit = item.revisits > 0 or item.retries_after_proofs > 0
         revisits, cpu = item.revisits, item.report.cpu_seconds
-        self.live.pace.pass_started()
+        goal, file = item.hole.goal.name, str(item.hole.goal.file)
+
+        def used() -> float:
+            """The pass's CPU so far: its attempts that ended and those running."""
+            running = sum(
+                slot.meter()
+                for slot in list(self.live.slots.values())
+                if slot.meter is not None and slot.goal == goal and slot.file == file
+            )
+            return item.report.cpu_seconds - cpu + running
+
+        token = self.live.pace.pass_started(revisit=revisit, used=used, cap=item.budget)
         try:
             await self._prove(item)
         finally:
@@ -192,6 +203,7 @@ class GoalRun:
                 revisit=revisit,
                 cpu_seconds=item.report.cpu_seconds - cpu,
                 requeued=item.revisits > revisits,
+                token=token,
             )
 
     async def _prove(self, item: GoalItem) -> None:
