@@ -28,12 +28,13 @@ ORCH = str(ROOT / ".venv/bin/orch")
 
 
 def niced_cpu_seconds() -> float | None:
-    """CPU seconds the machine has spent in niced processes since boot (``/proc/stat``).
+    """User CPU seconds the machine has spent in niced processes since boot
+    (``/proc/stat``'s ``nice`` column; their system time is counted with everyone's).
 
     The command runs under ``nice``, and so does everything it starts, also the
     processes nobody reaps (CoqHammer's ATPs, killed at their time limit): on an
-    otherwise quiet machine the difference over a run is the whole tree's CPU,
-    where ``/usr/bin/time`` (``getrusage``) sees only the reaped descendants.
+    otherwise quiet machine the difference over a run is the whole tree's user
+    CPU, where ``/usr/bin/time`` (``getrusage``) sees only the reaped descendants.
     """
     try:
         fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
@@ -56,8 +57,9 @@ def timed(cmd: list[str], cwd: Path) -> dict:
         "cmd": cmd,
         "rc": run.returncode,
         "cpu_s": round(user + sys_, 2),
-        # the tree with its unreaped processes (see :func:`niced_cpu_seconds`)
-        "cpu_s_niced": round(niced_after - niced, 2)
+        # the tree with its unreaped processes: their user CPU (see
+        # :func:`niced_cpu_seconds`) and the reaped tree's system CPU
+        "cpu_s_tree": round(niced_after - niced + sys_, 2)
         if niced is not None and niced_after is not None
         else None,
         "wall_s": round(wall, 2),

@@ -208,10 +208,10 @@ def one_lib(lib: str, a: argparse.Namespace, env: dict) -> dict:
     cores = os.cpu_count() or 1
     target = float(a.cpu_target)
     result["cpu_over_wall_of_target"] = round(run["cpu_s"] / run["wall_s"] / cores / target, 3)
-    if run.get("cpu_s_niced") is not None:
+    if run.get("cpu_s_tree") is not None:
         # with the processes nobody reaps (CoqHammer's ATPs): quiet machine assumed
-        result["cpu_niced_over_wall_of_target"] = round(
-            run["cpu_s_niced"] / run["wall_s"] / cores / target, 3
+        result["cpu_tree_over_wall_of_target"] = round(
+            run["cpu_s_tree"] / run["wall_s"] / cores / target, 3
         )
     result["eta"] = eta_errors(sampler.samples, run["wall_s"])
     result["live_samples"] = sampler.samples
@@ -339,7 +339,8 @@ def main() -> int:
             f"{len(result['one_sentence_holes'])}, CPU {result['cpu_s']} s, "
             f"wall {result['wall_s']} s, wins {result['wins']}, CPU/wall of target "
             f"{result['cpu_over_wall_of_target']} "
-            f"(niced: {result.get('cpu_niced_over_wall_of_target')}), ETA {result['eta']} -> {out}",
+            f"(with unreaped: {result.get('cpu_tree_over_wall_of_target')}), "
+            f"ETA {result['eta']} -> {out}",
             flush=True,
         )
     return 0
