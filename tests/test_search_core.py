@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.states import CoqStates
-from proof_orchestrator.provers.base import TacticStatus
+from proof_orchestrator.provers.base import ProofState, TacticResult, TacticStatus
 from proof_orchestrator.search.bestfirst import (
     GROWTH_PENALTY,
     SearchEnd,
@@ -129,3 +130,65 @@ def test_states_that_differ_only_in_hypothesis_names_are_merged() -> None:
     )
     lean = "x y : Nat\n{name} : x = y\n⊢ y = x"
     assert fingerprint([lean.format(name="h")]) == fingerprint([lean.format(name="hxy")])
+
+
+async def test_a_closing_step_the_kernel_refuses_is_no_proof_and_the_search_goes_on() -> None:
+    """Pure scheduling on a scripted state machine: ``bad.`` leaves no goal but the
+    acceptance (the kernel's ``Qed`` in a real search) refuses it; ``good.`` after
+    ``step.`` is the proof found."""
+
+    class Scripted:
+        root = ProofState((), 0, 0)
+
+        def __init__(self) -> None:
+            self.tokens = itertools.count(1)
+
+        async def apply(self, tactic: str, state: ProofState, *, timeout: float) -> TacticResult:
+            script = (*state.script, tactic)
+            if tactic == "bad." or (tactic == "good." and "step." in state.script):
+                return TacticResult(TacticStatus.COMPLETE, ProofState(script, next(self.tokens), 0))
+            if tactic == "step.":
+                new = ProofState(script, next(self.tokens), 0)
+                return TacticResult(TacticStatus.GOALS, new, (f"goal after {len(script)}",))
+            return TacticResult(TacticStatus.FAILED, state)
+
+        async def show(self, state: ProofState, *, timeout: float) -> tuple[str, ...]:
+            return ("the goal",)
+
+        async def reach(self, state: ProofState, *, timeout: float) -> ProofState | None:
+            return state
+
+        def cpu_seconds(self) -> float:
+            return 0.0
+
+    async def steps(goal: str, done: Sequence[str]) -> list[tuple[str, float]]:
+        return [("bad.", 0.0), ("good.", 0.0), ("step.", 0.0)]
+
+    asked: list[tuple[str, ...]] = []
+
+    async def kernel(found: tuple[str, ...], counts: tuple[int, ...]) -> bool:
+        asked.append(found)
+        return "bad." not in found
+
+    states = Scripted()
+    found = await best_first(
+        states,  # type: ignore[arg-type]
+        [steps],
+        max_depth=4,
+        max_expansions=10,
+        cpu_seconds=10,
+        tactic_seconds=1,
+        accept=kernel,
+    )
+    assert found.end is SearchEnd.FOUND
+    assert found.steps == ("step.", "good.")
+    assert asked[0] == ("bad.",)
+    unchecked = await best_first(
+        Scripted(),  # type: ignore[arg-type]
+        [steps],
+        max_depth=4,
+        max_expansions=10,
+        cpu_seconds=10,
+        tactic_seconds=1,
+    )
+    assert unchecked.steps == ("bad.",)

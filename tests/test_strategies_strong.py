@@ -269,3 +269,33 @@ async def test_a_shadowed_lia_is_called_by_a_name_the_script_gate_accepts(tmp_pa
         assert check_script([f"intros; {lia}."])
         closed = await session.run_tactic(f"intros; {lia}.", session.root, timeout=5)
         assert closed.status is TacticStatus.COMPLETE
+
+
+UNGUARDED = """\
+CoInductive stream := Cons : nat -> stream -> stream.
+CoInductive zeros : stream -> Prop := Z : forall s, zeros s -> zeros (Cons 0 s).
+CoFixpoint zs := Cons 0 zs.
+Ltac loop := let H := fresh "CIH" in cofix H; assumption.
+Lemma zeros_zs : zeros zs.
+Proof.
+Admitted.
+"""
+
+
+async def test_steps_that_leave_no_goal_are_a_proof_only_if_qed_takes_them(
+    tmp_path: Path,
+) -> None:
+    """The file's own ``loop`` closes every goal with a ``cofix`` the kernel refuses at
+    ``Qed`` (unguarded). The search tries it first among the file's tactics; it must
+    not return it, and ``qed_check`` says why."""
+    async with _only_hole(tmp_path, "Z.v", UNGUARDED) as (session, hole):
+        closes = await session.run_script(["loop."], session.root, timeout=5)
+        assert closes.status is TacticStatus.COMPLETE  # no goal left ...
+        taken, said = await session.qed_check(["loop."], hole.goal.name, 5, assumptions=False)
+        assert not taken  # ... and no proof
+        assert "ill-formed" in said
+        found = await SearchStrategy().prove(session, hole.goal, Budget(8, 1, 5))
+        assert found.outcome is not Outcome.CANDIDATE or "loop." not in found.sentences
+        if found.outcome is Outcome.CANDIDATE:
+            taken, _ = await session.qed_check(found.sentences, hole.goal.name, 5)
+            assert taken

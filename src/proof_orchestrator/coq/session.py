@@ -438,9 +438,10 @@ class CoqSession:
         return TacticResult(result.status, result.state, result.goals, result.message, cpu)
 
     async def qed_check(
-        self, sentences: Sequence[str], name: str, timeout: float
+        self, sentences: Sequence[str], name: str, timeout: float, *, assumptions: bool = True
     ) -> tuple[bool, str]:
-        """Run ``sentences`` from the root, close with ``Qed.`` and print the assumptions.
+        """Run ``sentences`` from the root, close with ``Qed.`` and print the assumptions
+        (unless ``assumptions`` is False: the output is then ``Qed``'s).
 
         Returns (the kernel accepted the proof, the ``Print Assumptions`` output).
         The session is back at its root afterwards.
@@ -456,10 +457,10 @@ class CoqSession:
             if closed.state == before:
                 await self.back_to(self.root)
                 return False, closed.output
-            assumptions = await top.send(f"Print Assumptions {name}.", wait)
+            printed = await top.send(f"Print Assumptions {name}.", wait) if assumptions else closed
             await back_to(top, self.root.token, wait, measure=True)
         self._moved_to(self.root)
-        return True, assumptions.output
+        return True, printed.output
 
     async def query(
         self, command: str, *, options: Sequence[str] = (), timeout: float | None = None

@@ -32,6 +32,7 @@ __all__ = [
     "DEPTH_BUDGET",
     "EXPANSIONS_PER_SECOND",
     "PROBE_CHUNK",
+    "Accept",
     "Expander",
     "Probe",
     "SearchEnd",
@@ -46,6 +47,8 @@ __all__ = [
 Expander = Callable[[str, Sequence[str]], Awaitable[list[tuple[str, float]]]]
 #: which of some tactics might change the goal at a state, asked at once (None: cannot say)
 Probe = Callable[[Sequence[str], ProofState, float], Awaitable[list[bool] | None]]
+#: whether steps that leave no goal (with their goal counts) make a proof the kernel takes
+Accept = Callable[[tuple[str, ...], tuple[int, ...]], Awaitable[bool]]
 #: candidates probed together, at most (a probe can take a tactic timeout per candidate)
 PROBE_CHUNK = 8
 
@@ -172,6 +175,7 @@ async def best_first(
     tactic_seconds: float,
     per_node: int = 24,
     probe: Probe | None = None,
+    accept: Accept | None = None,
 ) -> SearchFound:
     """Search from ``states.root`` (see the module's docstring).
 
@@ -180,7 +184,8 @@ async def best_first(
     With a ``probe``, they are first asked about :data:`PROBE_CHUNK` at a time
     (fewer when the budget left could not cover that many timeouts), and only
     those it keeps are run one by one: the same steps, in the same order, for
-    a fraction of the round trips.
+    a fraction of the round trips. With ``accept``, steps that leave no goal are
+    a proof only if it says so (the kernel's ``Qed``); else the search goes on.
     """
     cpu_start = states.cpu_seconds()
     tried = 0
@@ -230,13 +235,10 @@ async def best_first(
                 continue
             step = await states.apply(tactic, state, timeout=tactic_seconds)
             if step.status is TacticStatus.COMPLETE:
-                return SearchFound(
-                    SearchEnd.FOUND,
-                    (*node.steps, tactic),
-                    (*node.counts, 0),
-                    tried,
-                    expansions,
-                )
+                steps, counts = (*node.steps, tactic), (*node.counts, 0)
+                if accept is None or await accept(steps, counts):
+                    return SearchFound(SearchEnd.FOUND, steps, counts, tried, expansions)
+                continue  # no goal left, but no proof: the search goes on
             if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= max_depth:
                 continue
             key = fingerprint(step.goals)

@@ -301,8 +301,14 @@ class SearchStrategy(StrategyDefaults):
         budget: Budget,
         start: ProofState | None = None,
         preferred: Sequence[str] = (),
+        *,
+        readable: dict[tuple[str, ...], list[str]] | None = None,
     ) -> SearchFound:
+        """Best-first from ``start`` (the root: a found proof must close with ``Qed``;
+        ``readable`` gets its bulleted script)."""
         cpu_start = session.cpu_seconds()
+        if readable is None:
+            readable = {}
         max_depth, max_expansions = search_limits(
             budget.cpu_seconds, self.max_depth, self.max_expansions
         )
@@ -318,6 +324,17 @@ class SearchStrategy(StrategyDefaults):
             )
             return first + found if first else found
 
+        async def kernel_takes(steps: tuple[str, ...], counts: tuple[int, ...]) -> bool:
+            """The readable script closes with ``Qed`` here (ssreflect's ``apply:`` can
+            leave no goal and a term the kernel refuses: ``apply: filter_imp Heq``)."""
+            script = await self._readable(session, steps, counts)
+            closed, _ = await session.qed_check(
+                script, session.goal.name, max(5.0, budget.tactic_seconds), assumptions=False
+            )
+            if closed:
+                readable[steps] = script
+            return closed
+
         return await best_first(
             CoqStates(session, start),
             [candidates],
@@ -328,6 +345,8 @@ class SearchStrategy(StrategyDefaults):
             tactic_seconds=max(1.0, budget.tactic_seconds),
             per_node=self.per_node + PER_NODE_EXTRA + len(first),
             probe=functools.partial(probe_at, session) if self.probe else None,
+            # from the goal's root only: a search inside a proof (repair) has no Qed
+            accept=kernel_takes if start is None else None,
         )
 
     async def search_from(
@@ -343,10 +362,13 @@ class SearchStrategy(StrategyDefaults):
         del goal
         started = time.monotonic()
         cpu_start = session.cpu_seconds()
-        found = await self._search(session, budget)
+        readable: dict[tuple[str, ...], list[str]] = {}
+        found = await self._search(session, budget, readable=readable)
         script: Sequence[str] = ()
         if found.end is SearchEnd.FOUND:
-            script = await self._readable(session, found.steps, found.counts)
+            script = readable.get(found.steps) or await self._readable(
+                session, found.steps, found.counts
+            )
         outcome = {
             SearchEnd.FOUND: Outcome.CANDIDATE,
             SearchEnd.TIMEOUT: Outcome.TIMEOUT,
