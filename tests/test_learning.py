@@ -274,7 +274,13 @@ def test_a_proof_added_to_the_corpus_is_ranked_at_once() -> None:
     goal = "Lemma goal s1 s2 : s1 :&: s2 = s2 :&: s1."
     assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetUC"]
     assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetUC"]  # from the kept ranking
-    corpus.extend(
-        [ProofExample("fsetIC", "Lemma fsetIC s1 s2 : s1 :&: s2 = s2 :&: s1.", ("by [].",))]
+    intersection = ProofExample(
+        "fsetIC", "Lemma fsetIC s1 s2 : s1 :&: s2 = s2 :&: s1.", ("by [].",)
     )
+    other = ProofExample("addnC", "Lemma addnC m n : m + n = n + m.", ("by [].",))
+    corpus.extend([intersection, other])
     assert [e.name for _, e in corpus.nearest(goal, 1)] == ["fsetIC"]
+    # the kept ranking took the new proofs in: the same as a corpus ranked from scratch
+    fresh = Corpus(COQ, [union, intersection, other])
+    assert corpus.nearest(goal, 3) == fresh.nearest(goal, 3)
+    assert len(corpus.nearest(goal, 3)) >= 2

@@ -15,6 +15,7 @@ proofs) answers in milliseconds.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import zlib
@@ -38,7 +39,14 @@ def statement_features(statement: str, syntax: GoalSyntax) -> dict[int, float]:
     The declaration's keyword and name are left out, and every run of symbols
     (``:|:``, ``++``, ``\\subset``) counts as a word: two statements about
     ``:&:`` and ``:|:`` differ there, where identifiers alone would not see it.
+    (Kept per statement: a file's proofs above a hole are read again for every
+    hole of the file and each time a proof is found; do not change the result.)
     """
+    return _statement_features(statement, syntax)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _statement_features(statement: str, syntax: GoalSyntax) -> dict[int, float]:
     body = _HEADER.sub("", statement, count=1)
     found = dict(features(body, syntax))
     symbols = [s for s in _SYMBOLS.findall(body) if s not in (":", "=>")]
@@ -87,12 +95,29 @@ class Corpus:
         return len(self.examples)
 
     def extend(self, examples: Iterable[ProofExample]) -> None:
-        self._ranked.clear()
+        """Add examples; the kept rankings take them in (a proof found in the run is
+        ranked at once, without ranking the whole corpus again)."""
+        added: list[tuple[int, dict[int, float]]] = []
         for example in examples:
             index = len(self.examples)
             self.examples.append(example)
-            for key, weight in statement_features(example.statement, self.syntax).items():
+            found = statement_features(example.statement, self.syntax)
+            for key, weight in found.items():
                 self._postings[key].append((index, weight))
+            added.append((index, found))
+        if not added:
+            return
+        for statement, ranked in self._ranked.items():
+            query = statement_features(statement, self.syntax)
+            extra = [
+                (index, score)
+                for index, found in added
+                if (score := sum(w * found[k] for k, w in query.items() if k in found))
+            ]
+            if extra:
+                # the order of a ranking from scratch: best first, then by index
+                ranked.extend(extra)
+                ranked.sort(key=lambda pair: (-pair[1], pair[0]))
 
     def nearest(
         self,
