@@ -18,6 +18,7 @@ from proof_orchestrator.config import Settings
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.ledger.models import Attempt
+from proof_orchestrator.run.attempts import AttemptRunner
 from proof_orchestrator.run.lineup import build_lineup
 from proof_orchestrator.run.pipeline import fill
 from proof_orchestrator.run.reports import FillOptions
@@ -115,9 +116,20 @@ async def test_the_heavy_strategy_gets_what_the_cheap_one_left(
 
 
 async def test_a_winner_cancels_the_others_and_their_grants_come_back(
-    tmp_path: Path, ledger: Ledger, accounts: list[budget_module.GoalBudget]
+    tmp_path: Path,
+    ledger: Ledger,
+    accounts: list[budget_module.GoalBudget],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     started = asyncio.Event()
+    runners: list[AttemptRunner] = []
+    made = AttemptRunner.__init__
+
+    def keep(self: AttemptRunner, *args: Any, **kwargs: Any) -> None:
+        made(self, *args, **kwargs)
+        runners.append(self)
+
+    monkeypatch.setattr(AttemptRunner, "__init__", keep)
 
     async def handler(name: str, goal: Goal, budget: Budget) -> StrategyResult:
         if name == "deep":
@@ -133,6 +145,10 @@ async def test_a_winner_cancels_the_others_and_their_grants_come_back(
     outcomes = {a.strategy: a.outcome for a in _attempts(ledger)}
     assert outcomes["deep"] == Outcome.CANCELLED.value
     assert all(account.reserved == pytest.approx(0.0) for account in accounts)
+    # the attempts a pass planned count toward a strategy's record only while it runs
+    assert runners
+    assert all(count == 0 for runner in runners for count in runner.unsettled.values())
+    assert any(runner.unsettled for runner in runners)
 
 
 def test_the_lineup_hands_every_backend_the_allowed_imports(ledger: Ledger) -> None:

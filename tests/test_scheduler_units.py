@@ -228,6 +228,13 @@ def test_a_strategy_that_never_won_after_twenty_attempts_only_explores() -> None
     assert all(
         "hammer" in plan_pass(young, "logic", names, heavy, floors, rng).names for _ in range(50)
     )
+    # 19 ended and one more planned by a pass still running: that is the 20th (at
+    # 160 CPU s per goal, passes that started before the 20th ended planned it in full)
+    running = {"hammer": 1}
+    assert any(
+        "hammer" not in plan_pass(young, "logic", names, heavy, floors, rng, running).names
+        for _ in range(50)
+    )
     # 20 attempts, no win: hammer runs on a seeded tenth of the goals, with its floor
     bandit = _bandit_with({"micro": (30, 5), "search": (20, 6), "hammer": (20, 0)})
     counts = PlanCounts()

@@ -262,6 +262,8 @@ class AttemptRunner:
         self._attempts = 0
         #: per strategy, the goal passes it was planned in, explored in, or rested from
         self.plans = PlanCounts()
+        #: per strategy, the attempts planned by passes running now and not settled yet
+        self.unsettled: dict[str, int] = {}
 
     @staticmethod
     def heavy_width(max_heavy: int, cpu_target: float) -> int:
@@ -295,26 +297,44 @@ class AttemptRunner:
             {n: self.strategies[n].weight == "heavy" for n in every},
             floors,
             self.bandit.rng,
+            self.unsettled,
         )
         self.plans.count(plan)
         names = plan.names
         heavy = {n: self.strategies[n].weight == "heavy" for n in names}
+        # the attempts this pass plans and has not settled: they count toward a
+        # strategy's record while they run (``plan_pass``'s ``running``)
+        pending = dict.fromkeys(names, 1)
+        for name in names:
+            self.unsettled[name] = self.unsettled.get(name, 0) + 1
+
+        def settled(name: str) -> None:
+            if pending.get(name, 0) > 0:
+                pending[name] -= 1
+                self.unsettled[name] -= 1
 
         async def attempt(name: str, account: GoalBudget) -> StrategyResult:
-            return await self.attempt(item, name, klass, account)
+            try:
+                return await self.attempt(item, name, klass, account)
+            finally:
+                settled(name)
 
         retry = not item.error_retried
-        outcome = await goal_pass(
-            self.bandit.rank(klass, names),
-            heavy,
-            plan.shares,
-            item.budget,
-            self.portfolio_width,
-            attempt,
-            retry_errors=retry,
-            final=final,
-            floors=plan.floors,
-        )
+        try:
+            outcome = await goal_pass(
+                self.bandit.rank(klass, names),
+                heavy,
+                plan.shares,
+                item.budget,
+                self.portfolio_width,
+                attempt,
+                retry_errors=retry,
+                final=final,
+                floors=plan.floors,
+            )
+        finally:
+            for name in names:
+                settled(name)  # not run: a winner came first
         if retry and any(r.outcome is Outcome.ERROR for r in outcome.results.values()):
             item.error_retried = True
         return outcome

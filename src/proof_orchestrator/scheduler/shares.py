@@ -68,13 +68,20 @@ def plan_pass(
     heavy: Mapping[str, bool],
     floors: Mapping[str, float],
     rng: random.Random,
+    running: Mapping[str, int] | None = None,
 ) -> PassPlan:
-    """The strategies of one pass over a goal of class ``klass`` and their weights."""
+    """The strategies of one pass over a goal of class ``klass`` and their weights.
+
+    ``running``: per strategy, the passes that planned it and have not ended. They
+    count as attempts: at 160 CPU s per goal a pass lasts minutes, and the passes
+    started before the 20th attempt ended would otherwise all plan it in full.
+    """
     kept: list[str] = []
     exploring: set[str] = set()
     resting: set[str] = set()
     for name in names:
         pulls, wins = project_record(bandit, name)
+        pulls += (running or {}).get(name, 0)
         if pulls < EXPLORE_AFTER or wins > 0:
             kept.append(name)
         elif rng.random() < EXPLORE_RATE:
