@@ -115,8 +115,8 @@ class PaceModel:
     revisit_cpu: float = 0.0
     #: revisits queued and not ended yet
     revisits_waiting: int = 0
-    #: (CPU, requeued) of each first pass that ended
-    first_samples: list[tuple[float, bool]] = field(default_factory=list)
+    #: the CPU of each first pass that ended
+    first_samples: list[float] = field(default_factory=list)
     #: the largest budget a first pass was given
     first_cap: float = 0.0
     #: passes running now, by the token :meth:`pass_started` gave
@@ -157,7 +157,7 @@ class PaceModel:
         else:
             self.first_passes += 1
             self.first_cpu += cpu
-            self.first_samples.append((cpu, requeued))
+            self.first_samples.append(cpu)
             if requeued:
                 self.first_timeouts += 1
                 self.timeout_cpu += cpu
@@ -182,7 +182,7 @@ class PaceModel:
         if rate is None:
             return None
         first_running = [(r, used) for r, used in running if not r.revisit]
-        observations = [(cpu, True) for cpu, _ in self.first_samples]
+        observations = [(cpu, True) for cpu in self.first_samples]
         observations += [(used, False) for _, used in first_running]
         cap = self.first_cap
         first_mean = (
