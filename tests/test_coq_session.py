@@ -379,8 +379,9 @@ async def test_loading_the_prefix_is_not_charged_to_the_first_tactic(
     prover = CoqProver()
     async with prover.session(hole.goal, text, hole.prefix_end) as session:
         loaded = session.cpu_seconds()
-        assert loaded > 0.3  # reading the real-number library
+        # reading the real-number library: 0.3-0.6 s on the machines seen (CI's took 0.30 s)
+        assert loaded > 0.15, loaded
         step = await session.run_tactic("idtac.", timeout=2)
-        assert step.cpu_seconds < 0.2, step.cpu_seconds
-        assert session.cpu_seconds() - loaded < 0.2
+        assert step.cpu_seconds < min(0.2, loaded / 2), (step.cpu_seconds, loaded)
+        assert session.cpu_seconds() - loaded < min(0.2, loaded / 2)
     await prover.aclose()
