@@ -243,9 +243,7 @@ async def test_next_tactics_from_the_model_guide_the_search(
 ) -> None:
     # the search's own tactics do not prove this (alone it gives up after some 34,000
     # tactics; it proves ``add n zero = n`` through ``num_rec``)
-    model.replies = [
-        Reply(("1. intros n m.\n2. induction n as [|n IH]; simpl.\n3. rewrite IH.",))
-    ]
+    model.replies = [Reply(("1. intros n m.\n2. induction n as [|n IH]; simpl.\n3. rewrite IH.",))]
     strategy = LLMSearchStrategy(_client(_settings(model), ledger), ledger)
     async with _sessions(tmp_path, OWN_ADD) as [(session, hole)]:
         result = await strategy.prove(session, hole.goal, BUDGET)

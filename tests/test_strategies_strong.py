@@ -299,3 +299,29 @@ async def test_steps_that_leave_no_goal_are_a_proof_only_if_qed_takes_them(
         if found.outcome is Outcome.CANDIDATE:
             taken, _ = await session.qed_check(found.sentences, hole.goal.name, 5)
             assert taken
+
+
+BRANCHES = """\
+Parameter g : nat -> option nat.
+Lemma g_branches (n : nat) : match g n with Some k => S k | None => 1 end <> 0.
+Proof.
+Admitted.
+"""
+
+
+async def test_search_takes_apart_what_the_conclusion_branches_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``destruct (g n)`` splits the ``match``; neither branch then needs more than a
+    closer. Without the scrutinee's case analysis the search does not find it."""
+    from proof_orchestrator.coq.strategies import search as search_module
+
+    async with _only_hole(tmp_path, "B.v", BRANCHES) as (session, hole):
+        found = await SearchStrategy().prove(session, hole.goal, Budget(8, 1, 5))
+        assert found.outcome is Outcome.CANDIDATE
+        assert any("destruct (g n)" in s for s in found.sentences), found.sentences
+        taken, _ = await session.qed_check(found.sentences, hole.goal.name, 5)
+        assert taken
+        monkeypatch.setattr(search_module, "scrutinee_tactics", lambda *_: [])
+        blind = await SearchStrategy().prove(session, hole.goal, Budget(8, 1, 5))
+        assert blind.outcome is not Outcome.CANDIDATE, blind.sentences

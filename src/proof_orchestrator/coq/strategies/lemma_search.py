@@ -386,7 +386,6 @@ class LemmaSearch:
         self._cache[goal.conclusion] = best
         return best
 
-
     async def appliers(self, session: CoqSession, goal: PlainGoal) -> list[tuple[str, str]]:
         """The ``k`` best lemmas in scope whose conclusion has ``goal``'s shape
         (:func:`head_pattern`), with their statements, best first."""

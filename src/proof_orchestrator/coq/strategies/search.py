@@ -11,7 +11,8 @@ k-nearest-neighbour model mined from the file's earlier proofs
 (:func:`chain_opening`), a few closing tactics, structural steps
 (``intros``, ``simpl``, ``split``, ``constructor``), at the root and its
 children a step on the latest hypothesis (:mod:`.hypotheses`: ``destruct``,
-``apply``, ``rewrite``; :data:`HYPOTHESIS_DEPTH`), the file's own
+``apply``, ``rewrite``; :data:`HYPOTHESIS_DEPTH`), a case analysis on what the
+conclusion's ``if``/``match`` branches on (:mod:`.scrutinees`), the file's own
 argument-free tactics (:func:`local_tactics`), ``unfold`` of the constants
 the goal's conclusion mentions (:func:`unfold_candidates`, and those behind
 its notations), the lemmas Coq's ``Search`` finds for the goal printed
@@ -67,6 +68,7 @@ from .lemma_search import (
 )
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
+from .scrutinees import scrutinee_tactics
 
 __all__ = [
     "APPLIER_CONFIDENCE",
@@ -116,10 +118,18 @@ PER_NODE_EXTRA = 32
 #: hand-written proof starts with, so the state it opens is expanded before the other
 #: unguided ones of its depth
 APPLIER_CONFIDENCE = 0.6
+#: the confidence of a case analysis on what the conclusion branches on (:mod:`.scrutinees`):
+#: its two branches cost half a level more than one goal, and this gives it back, so the
+#: split waits behind no unguided step of its depth
+CASE_CONFIDENCE = 0.25
 #: the confidence of a tactic the caller prefers (a broken proof's remaining old steps):
 #: a neighbour's vote, so the nodes it opens come first
 PREFERRED_CONFIDENCE = 1.0
 _BULLETS = ("-", "+", "*", "--", "++", "**")
+#: a sentence that loads ssreflect (directly or with mathcomp)
+_SSREFLECT = re.compile(
+    r"^\s*(From\s+mathcomp\s+Require|(From\s+\S+\s+)?Require\b.*(ssreflect|mathcomp))"
+)
 
 
 def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
@@ -244,6 +254,7 @@ class SearchStrategy(StrategyDefaults):
         steps: Sequence[str] = (),
         lemmas: LemmaSearch | None = None,
         own_tactics: Sequence[str] = (),
+        ssreflect: bool = False,
     ) -> list[tuple[str, float]]:
         model = await self.models.model_for(session)
         learned = list(model.suggest(goal_text, k=8))
@@ -259,6 +270,7 @@ class SearchStrategy(StrategyDefaults):
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
+        found += [(t, CASE_CONFIDENCE) for t in scrutinee_tactics(goal_text, ssreflect)]
         if len(steps) < HYPOTHESIS_DEPTH:
             found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
         found += [(t, 0.0) for t in own_tactics]
@@ -316,11 +328,12 @@ class SearchStrategy(StrategyDefaults):
         lia = await lia_tactic(session)
         lemmas = LemmaSearch()
         own_tactics = local_tactics(session.prefix)  # once per attempt: the prefix is long
+        ssreflect = await self._loads_ssreflect(session)
         first = [(t, PREFERRED_CONFIDENCE) for t in preferred]
 
         async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
             found = await self._candidates(
-                session, goal_text, index, lia, steps, lemmas, own_tactics
+                session, goal_text, index, lia, steps, lemmas, own_tactics, ssreflect
             )
             return first + found if first else found
 
@@ -348,6 +361,13 @@ class SearchStrategy(StrategyDefaults):
             # from the goal's root only: a search inside a proof (repair) has no Qed
             accept=kernel_takes if start is None else None,
         )
+
+    async def _loads_ssreflect(self, session: CoqSession) -> bool:
+        """ssreflect's tactics parse in the goal's session (its libraries say so, or, without
+        them, the file's own ``Require``)."""
+        if self.models.learning is not None:
+            return "Coq.ssr.ssreflect" in (await self.models.learning.visible(session)).modules
+        return any(_SSREFLECT.search(sentence) for sentence in session.prefix)
 
     async def search_from(
         self, session: CoqSession, start: ProofState, budget: Budget, preferred: Sequence[str]
