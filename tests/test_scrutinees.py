@@ -53,3 +53,12 @@ def test_hypotheses_are_not_scrutinees_and_an_equality_test_offers_eqP() -> None
     assert scrutinee_tactics(on_eq, ssreflect=True)[-1] == "case: eqP."
     # no parenthesis closes what was never opened
     assert scrutinees("  ============================\n  f x) = if") == []
+
+
+def test_a_longer_search_may_ask_coq_search_more_often() -> None:
+    """The cap on ``Search`` queries grows with the budget (at 10 CPU s it is the old 8)."""
+    from proof_orchestrator.coq.strategies.search import lemma_queries
+
+    assert lemma_queries(2) == lemma_queries(10) == 8
+    assert lemma_queries(40) == 32
+    assert lemma_queries(160) == 128

@@ -105,6 +105,7 @@ STRUCTURAL = (
     "right.",
     "eexists.",
     "f_equal.",
+    "subst.",
 )
 #: steps on the hypotheses are offered at nodes fewer steps than this from the root
 HYPOTHESIS_DEPTH = 2
@@ -130,6 +131,24 @@ _BULLETS = ("-", "+", "*", "--", "++", "**")
 _SSREFLECT = re.compile(
     r"^\s*(From\s+mathcomp\s+Require|(From\s+\S+\s+)?Require\b.*(ssreflect|mathcomp))"
 )
+
+
+#: ``Search`` queries per CPU second of budget, for the premises and for the lemmas that
+#: conclude with the goal's shape (each: :class:`.lemma_search.LemmaSearch`)
+QUERIES_PER_SECOND = 0.8
+#: ... and at least this many of each
+MIN_QUERIES = 8
+
+
+def lemma_queries(cpu_seconds: float) -> int:
+    """``Search`` queries of each kind a search with ``cpu_seconds`` of budget may make.
+
+    A query is cached per conclusion but the states a search reaches have many
+    conclusions: with a fixed cap, a search at 160 CPU s asked nothing new after its
+    first few nodes (``eapply runR; eauto`` after ``intuition. subst.`` was never
+    offered), so more time bought no more premises.
+    """
+    return max(MIN_QUERIES, round(QUERIES_PER_SECOND * cpu_seconds))
 
 
 def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
@@ -326,7 +345,8 @@ class SearchStrategy(StrategyDefaults):
         )
         index = await index_for(session)
         lia = await lia_tactic(session)
-        lemmas = LemmaSearch()
+        queries = lemma_queries(budget.cpu_seconds)
+        lemmas = LemmaSearch(max_searches=queries, max_shape_searches=queries)
         own_tactics = local_tactics(session.prefix)  # once per attempt: the prefix is long
         ssreflect = await self._loads_ssreflect(session)
         first = [(t, PREFERRED_CONFIDENCE) for t in preferred]
