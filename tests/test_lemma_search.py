@@ -144,6 +144,11 @@ def test_rewrites_are_offered_only_for_equations_and_the_goals_relation() -> Non
         "rewrite <- Qplus_0_l.",
         "apply Qle_refl.",
     ]
+    # ssreflect's rewrite (right to left: ``-``) also takes an ``=i`` (eq_mem) lemma; Coq's not
+    languages = PlainGoal(frozenset(), "eq (in_mem w (mem (dfa_lang A))) (in_mem w (mem r))")
+    lemma = ("nfa_to_dfa_correct", "forall A, eq_mem (mem (dfa_lang A)) (mem (nfa_lang A))")
+    assert premise_tactics(languages, [lemma], ssreflect=True)[-1] == "rewrite -nfa_to_dfa_correct."
+    assert premise_tactics(languages, [lemma]) == ["apply nfa_to_dfa_correct."]
 
 
 def test_a_learned_chain_offers_its_opening_steps() -> None:

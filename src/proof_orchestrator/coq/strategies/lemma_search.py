@@ -78,6 +78,9 @@ GENERIC = frozenset(["eq", "iff", "and", "or", "not", "ex", "True", "False", "al
 #: relations ``rewrite`` can use: ``eq``, ``iff`` and, by their names, setoid equalities
 #: (``Qeq``, ``meq``, ``Equal``, ``equiv``)
 _EQUATION = re.compile(r"^(?:eq|iff)$|eq$|Eq$|^Equal|equiv|Equiv")
+#: mathcomp's extensional equalities (``=i``, ``=1``, ``=2``): ssreflect's ``rewrite``
+#: rewrites with the equation under them, Coq's does not
+_SSR_EQUATIONS = frozenset(["eq_mem", "eqfun", "eqrel"])
 _ENTRY = re.compile(r"^([A-Za-z_][\w'.]*):\s", re.M)
 _GOALS_HEADER = re.compile(r"^\d+ (?:focused )?goals?\b")
 _GOAL_SPLIT = re.compile(r"\n\s*goal \d+(?: \(ID \d+\))? is:\n")
@@ -419,12 +422,17 @@ class LemmaSearch:
         return ranked
 
 
-def premise_tactics(goal: PlainGoal, premises: list[tuple[str, str]]) -> list[str]:
+def premise_tactics(
+    goal: PlainGoal, premises: list[tuple[str, str]], ssreflect: bool = False
+) -> list[str]:
     """``apply L`` for each premise; ``rewrite`` both ways where it concludes an equation.
 
     An equation here is ``eq``/``iff`` or, by its name, a setoid equality
-    (``Qeq``, ``meq``, ``Equal``).
+    (``Qeq``, ``meq``, ``Equal``), and with ssreflect also ``=i``, ``=1`` and ``=2``
+    (:data:`_SSR_EQUATIONS`), whose equation ssreflect's ``rewrite`` finds under them;
+    there, right to left is ``rewrite -L`` (Coq's ``rewrite <-`` does not unfold them).
     """
+    backwards = "rewrite -{}." if ssreflect else "rewrite <- {}."
     tactics: list[str] = []
     for name, statement in premises:
         tactics.append(f"apply {name}.")
@@ -432,6 +440,6 @@ def premise_tactics(goal: PlainGoal, premises: list[tuple[str, str]]) -> list[st
             # a lemma with premises (``Qle_trans``): its instances and premises from the context
             tactics.append(f"eapply {name}; eauto.")
         head = constants(conclusion(statement))[:1]
-        if head and _EQUATION.search(head[0]):
-            tactics += [f"rewrite {name}.", f"rewrite <- {name}."]
+        if head and (_EQUATION.search(head[0]) or (ssreflect and head[0] in _SSR_EQUATIONS)):
+            tactics += [f"rewrite {name}.", backwards.format(name)]
     return tactics

@@ -106,6 +106,7 @@ STRUCTURAL = (
     "eexists.",
     "f_equal.",
     "subst.",
+    "intro.",
 )
 #: steps on the hypotheses are offered at nodes fewer steps than this from the root
 HYPOTHESIS_DEPTH = 2
@@ -305,7 +306,8 @@ class SearchStrategy(StrategyDefaults):
         found += [(u, 0.0) for u in unfolds]
         if plain is not None and lemmas is not None:
             found += [
-                (t, 0.0) for t in premise_tactics(plain, await lemmas.premises(session, plain))
+                (t, 0.0)
+                for t in premise_tactics(plain, await lemmas.premises(session, plain), ssreflect)
             ]
             # only those whose conclusion adds no constant: the others rarely unify
             found += [
@@ -318,7 +320,10 @@ class SearchStrategy(StrategyDefaults):
                 found += [
                     (f"apply {premise.name}.", 0.0),
                     (f"rewrite {premise.name}.", 0.0),
-                    (f"rewrite <- {premise.name}.", 0.0),
+                    (
+                        f"rewrite -{premise.name}." if ssreflect else f"rewrite <- {premise.name}.",
+                        0.0,
+                    ),
                 ]
         found += learned[4:]
         unique: dict[str, float] = {}
