@@ -192,3 +192,32 @@ async def test_a_closing_step_the_kernel_refuses_is_no_proof_and_the_search_goes
         tactic_seconds=1,
     )
     assert unchecked.steps == ("bad.",)
+
+
+def test_a_longer_search_may_ask_coq_search_more_often() -> None:
+    """The cap on ``Search`` queries grows with the budget (at 10 CPU s it is the old 8)."""
+    from proof_orchestrator.coq.strategies.search import lemma_queries
+
+    assert lemma_queries(2) == lemma_queries(10) == 8
+    assert lemma_queries(40) == 32
+    assert lemma_queries(160) == 128
+
+
+def test_ssreflect_is_seen_in_the_sentences_that_import_it() -> None:
+    from proof_orchestrator.coq.strategies.search import loads_ssreflect
+
+    for imports in (
+        "From Coq Require Import ssreflect.",
+        "From Coq Require Import\n  ssreflect ssrbool.",
+        "Require Import mathcomp.ssreflect.ssreflect.",
+        "From mathcomp Require Import all_ssreflect.",
+        "From mathcomp Require Export eqtype.",
+    ):
+        assert loads_ssreflect(["Set Implicit Arguments.", imports]), imports
+    for other in (
+        "Require mathcomp.ssreflect.ssreflect.",  # loaded, not imported: no syntax
+        "From extructures Require Import ord.",
+        "Require Import Arith.",
+        "Definition ssreflect := 0.",
+    ):
+        assert not loads_ssreflect([other]), other

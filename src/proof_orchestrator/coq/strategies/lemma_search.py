@@ -429,10 +429,10 @@ def premise_tactics(
 
     An equation here is ``eq``/``iff`` or, by its name, a setoid equality
     (``Qeq``, ``meq``, ``Equal``), and with ssreflect also ``=i``, ``=1`` and ``=2``
-    (:data:`_SSR_EQUATIONS`), whose equation ssreflect's ``rewrite`` finds under them;
-    there, right to left is ``rewrite -L`` (Coq's ``rewrite <-`` does not unfold them).
+    (:data:`_SSR_EQUATIONS`), whose equation ssreflect's ``rewrite`` finds under them
+    (right to left: ``rewrite -L``; Coq's ``rewrite <-`` does not unfold them).
     """
-    backwards = "rewrite -{}." if ssreflect else "rewrite <- {}."
+
     tactics: list[str] = []
     for name, statement in premises:
         tactics.append(f"apply {name}.")
@@ -440,6 +440,8 @@ def premise_tactics(
             # a lemma with premises (``Qle_trans``): its instances and premises from the context
             tactics.append(f"eapply {name}; eauto.")
         head = constants(conclusion(statement))[:1]
-        if head and (_EQUATION.search(head[0]) or (ssreflect and head[0] in _SSR_EQUATIONS)):
-            tactics += [f"rewrite {name}.", backwards.format(name)]
+        if head and _EQUATION.search(head[0]):
+            tactics += [f"rewrite {name}.", f"rewrite <- {name}."]
+        elif head and ssreflect and head[0] in _SSR_EQUATIONS:
+            tactics += [f"rewrite {name}.", f"rewrite -{name}."]
     return tactics

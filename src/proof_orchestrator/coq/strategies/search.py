@@ -72,12 +72,15 @@ from .scrutinees import scrutinee_tactics
 
 __all__ = [
     "APPLIER_CONFIDENCE",
+    "CASE_CONFIDENCE",
     "CLOSERS",
     "STRUCTURAL",
     "SearchStrategy",
     "Suggest",
     "bulletize",
     "chain_opening",
+    "lemma_queries",
+    "loads_ssreflect",
     "local_tactics",
     "unfold_candidates",
 ]
@@ -128,10 +131,18 @@ CASE_CONFIDENCE = 0.25
 #: a neighbour's vote, so the nodes it opens come first
 PREFERRED_CONFIDENCE = 1.0
 _BULLETS = ("-", "+", "*", "--", "++", "**")
-#: a sentence that loads ssreflect (directly or with mathcomp)
+#: a sentence that imports ssreflect (directly or with mathcomp), whitespace normalised
 _SSREFLECT = re.compile(
-    r"^\s*(From\s+mathcomp\s+Require|(From\s+\S+\s+)?Require\b.*(ssreflect|mathcomp))"
+    r"^(From mathcomp Require (Import|Export)\b|(From \S+ )?Require (Import|Export)\b.*"
+    r"\b(ssreflect|mathcomp))"
 )
+
+
+def loads_ssreflect(prefix: Sequence[str]) -> bool:
+    """Whether the sentences ``prefix`` import ssreflect, or mathcomp which exports it (a
+    file that gets it only through a project file's ``Export`` is not seen: fewer
+    candidates, never a wrong one)."""
+    return any(_SSREFLECT.search(" ".join(sentence.split())) for sentence in prefix)
 
 
 #: ``Search`` queries per CPU second of budget, for the premises and for the lemmas that
@@ -290,7 +301,6 @@ class SearchStrategy(StrategyDefaults):
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
-        found += [(t, CASE_CONFIDENCE) for t in scrutinee_tactics(goal_text, ssreflect)]
         if len(steps) < HYPOTHESIS_DEPTH:
             found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
         found += [(t, 0.0) for t in own_tactics]
@@ -315,6 +325,8 @@ class SearchStrategy(StrategyDefaults):
                 for name, statement in await lemmas.appliers(session, plain)
                 if covers(plain, statement)
             ]
+        # after the premises: the cap on candidates per node must not cut those
+        found += [(t, CASE_CONFIDENCE) for t in scrutinee_tactics(goal_text, ssreflect)]
         if index is not None:
             for premise in index.rank(goal_text, 3, exclude=[session.goal.name]):
                 found += [
@@ -353,7 +365,7 @@ class SearchStrategy(StrategyDefaults):
         queries = lemma_queries(budget.cpu_seconds)
         lemmas = LemmaSearch(max_searches=queries, max_shape_searches=queries)
         own_tactics = local_tactics(session.prefix)  # once per attempt: the prefix is long
-        ssreflect = await self._loads_ssreflect(session)
+        ssreflect = loads_ssreflect(session.prefix)
         first = [(t, PREFERRED_CONFIDENCE) for t in preferred]
 
         async def candidates(goal_text: str, steps: Sequence[str]) -> list[tuple[str, float]]:
@@ -386,13 +398,6 @@ class SearchStrategy(StrategyDefaults):
             # from the goal's root only: a search inside a proof (repair) has no Qed
             accept=kernel_takes if start is None else None,
         )
-
-    async def _loads_ssreflect(self, session: CoqSession) -> bool:
-        """ssreflect's tactics parse in the goal's session (its libraries say so, or, without
-        them, the file's own ``Require``)."""
-        if self.models.learning is not None:
-            return "Coq.ssr.ssreflect" in (await self.models.learning.visible(session)).modules
-        return any(_SSREFLECT.search(sentence) for sentence in session.prefix)
 
     async def search_from(
         self, session: CoqSession, start: ProofState, budget: Budget, preferred: Sequence[str]
