@@ -324,4 +324,5 @@ async def test_search_takes_apart_what_the_conclusion_branches_on(
         assert taken
         monkeypatch.setattr(search_module, "scrutinee_tactics", lambda *_: [])
         blind = await SearchStrategy().prove(session, hole.goal, Budget(8, 1, 5))
-        assert blind.outcome is not Outcome.CANDIDATE, blind.sentences
+        # the search ran out of states, not of time (about 10,000 tactics in 4.5 CPU s)
+        assert blind.outcome is Outcome.FAILED, (blind.outcome, blind.sentences)
