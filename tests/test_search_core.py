@@ -221,3 +221,19 @@ def test_ssreflect_is_seen_in_the_sentences_that_import_it() -> None:
         "Definition ssreflect := 0.",
     ):
         assert not loads_ssreflect([other]), other
+
+
+def test_intro_is_offered_only_where_intros_sees_no_product() -> None:
+    """``intro`` unfolds ``=i``/``~`` where ``intros`` does nothing; elsewhere it only adds
+    a state per binder."""
+    from proof_orchestrator.coq.strategies.search import shows_product
+
+    def goal(conclusion: str) -> str:
+        return f"  x : nat\n  ============================\n  {conclusion}"
+
+    assert shows_product(goal("forall n : nat, n = n"))
+    assert shows_product(goal("x < 3 -> x < 4"))
+    assert not shows_product(goal("dfa_lang (re_to_dfa r) =i r"))
+    assert not shows_product(goal("~ (x < 0)"))
+    assert not shows_product(goal("(forall n, f n = n) /\\ True"))
+    assert not shows_product(goal("f (fun y => y -> y) = g"))

@@ -23,7 +23,7 @@ import re
 from ...search.proofstate import hypotheses
 from ..display import COQ
 
-__all__ = ["MAX_HYPOTHESES", "hypothesis_tactics"]
+__all__ = ["MAX_HYPOTHESES", "hypothesis_tactics", "top_level"]
 
 #: the latest hypotheses offered to a step, at most
 MAX_HYPOTHESES = 1
@@ -32,7 +32,7 @@ _NAME = re.compile(r"[A-Za-z_][\w']*")
 _SORTS = {"Prop", "Set", "Type", "SProp"}
 
 
-def _top_level(text: str, operator: str) -> bool:
+def top_level(text: str, operator: str) -> bool:
     """``operator`` occurs in ``text`` outside parentheses, brackets and braces."""
     depth = 0
     for index, char in enumerate(text):
@@ -55,9 +55,9 @@ def hypothesis_tactics(goal_text: str, limit: int = MAX_HYPOTHESES) -> list[str]
     out: list[str] = []
     for hypothesis in reversed(found[-limit:]):
         name, kind = hypothesis.name, " ".join(hypothesis.type.split())
-        if kind.startswith(("forall ", "~")) or _top_level(kind, "->"):
+        if kind.startswith(("forall ", "~")) or top_level(kind, "->"):
             out.append(f"apply {name}.")
-        elif not kind.startswith(("exists ", "{")) and _top_level(kind, " = "):
+        elif not kind.startswith(("exists ", "{")) and top_level(kind, " = "):
             out += [f"rewrite {name}.", f"rewrite <- {name}."]
         else:
             out.append(f"destruct {name}.")

@@ -55,7 +55,7 @@ from ..session import CoqSession
 from ..states import CoqStates
 from ..syntax import split_top_level
 from .closers import defined_closers
-from .hypotheses import hypothesis_tactics
+from .hypotheses import hypothesis_tactics, top_level
 from .knn import FileModels
 from .lemma_search import (
     BINDERS,
@@ -68,7 +68,7 @@ from .lemma_search import (
 )
 from .micro import lia_tactic
 from .retrieval import PremiseIndex, index_for
-from .scrutinees import scrutinee_tactics
+from .scrutinees import conclusion_of, scrutinee_tactics
 
 __all__ = [
     "APPLIER_CONFIDENCE",
@@ -109,7 +109,6 @@ STRUCTURAL = (
     "eexists.",
     "f_equal.",
     "subst.",
-    "intro.",
 )
 #: steps on the hypotheses are offered at nodes fewer steps than this from the root
 HYPOTHESIS_DEPTH = 2
@@ -161,6 +160,18 @@ def lemma_queries(cpu_seconds: float) -> int:
     offered), so more time bought no more premises.
     """
     return max(MIN_QUERIES, round(QUERIES_PER_SECOND * cpu_seconds))
+
+
+def shows_product(goal_text: str) -> bool:
+    """The conclusion is a visible product (``forall``, ``->``), which ``intros`` takes.
+
+    ``intro`` also unfolds a definition to find one (``~ P``, mathcomp's ``A =i B``)
+    where ``intros`` does nothing; where both work, ``intro`` only adds a state per
+    binder (on a bank goal with four binders it tripled the prover round trips of a
+    search that ended the same way), so it is offered only where no product shows.
+    """
+    conclusion = conclusion_of(goal_text).strip()
+    return conclusion.startswith(("forall ", "∀")) or top_level(conclusion, "->")
 
 
 def unfold_candidates(goal_text: str, limit: int = MAX_UNFOLDS) -> list[str]:
@@ -301,6 +312,8 @@ class SearchStrategy(StrategyDefaults):
         # structural steps and unfolding come before the premises and the weaker
         # suggestions, so that the cap on candidates per node never cuts them
         found += [(s, 0.0) for s in STRUCTURAL]
+        if not shows_product(goal_text):
+            found.append(("intro.", 0.0))
         if len(steps) < HYPOTHESIS_DEPTH:
             found += [(t, 0.0) for t in hypothesis_tactics(goal_text)]
         found += [(t, 0.0) for t in own_tactics]
