@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from .hypotheses import top_level
 from .lemma_search import bound_names
 
 __all__ = ["MAX_SCRUTINEES", "MAX_TACTICS", "conclusion_of", "scrutinee_tactics", "scrutinees"]
@@ -89,16 +90,6 @@ def _scrutinee(text: str, start: int, keyword: str) -> str | None:
     return None
 
 
-def _top_level_comma(term: str) -> bool:
-    depth = 0
-    for char in term:
-        depth += char in "([{"
-        depth -= char in ")]}"
-        if depth == 0 and char == ",":
-            return True
-    return False
-
-
 def scrutinees(goal_text: str, limit: int = MAX_SCRUTINEES) -> list[tuple[str, str]]:
     """(keyword, term) for the first ``limit`` distinct ``if``/``match`` scrutinees of the
     conclusion of ``goal_text`` that mention no name bound inside it, leftmost first."""
@@ -109,7 +100,7 @@ def scrutinees(goal_text: str, limit: int = MAX_SCRUTINEES) -> list[tuple[str, s
     found: dict[str, str] = {}
     for match in _KEYWORD.finditer(conclusion):
         term = _scrutinee(conclusion, match.start(), match.group(1))
-        if term is None or term in found or _top_level_comma(term):
+        if term is None or term in found or top_level(term, ","):
             continue
         if bound.intersection(_NAME.findall(term)):
             continue
