@@ -149,6 +149,10 @@ async def test_a_winner_cancels_the_others_and_their_grants_come_back(
     assert runners
     assert all(count == 0 for runner in runners for count in runner.unsettled.values())
     assert any(runner.unsettled for runner in runners)
+    # the cancelled attempt is an attempt in the explore rule's count, as in the ledger
+    from proof_orchestrator.scheduler.shares import project_record
+
+    assert sum(project_record(runner.bandit, "deep")[0] for runner in runners) == 1
 
 
 def test_the_lineup_hands_every_backend_the_allowed_imports(ledger: Ledger) -> None:

@@ -125,6 +125,8 @@ class _AttemptAccount:
     runner: AttemptRunner
     item: GoalItem
     name: str
+    #: the goal's class, for the bandit
+    klass: str
     account: GoalBudget
     started: float = field(default_factory=time.monotonic)
     own_start: float = field(default_factory=time.process_time)
@@ -144,10 +146,26 @@ class _AttemptAccount:
             self.account.settle(self.granted, used)
 
     def cancelled(self, cpu: float) -> None:
-        """The attempt was cancelled after its session used ``cpu``: recorded and settled."""
+        """The attempt was cancelled after its session used ``cpu``: recorded and settled.
+
+        It counts in the bandit as a censored failure (it did not win in the time it
+        had): the explore rule (:func:`.scheduler.shares.plan_pass`) counts attempts
+        as the ledger shows them, and a cancelled one would otherwise let a pass plan
+        one attempt more than the rule allows.
+        """
         spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - self.started)
+        stats = self.runner.bandit.update(
+            self.klass, self.name, success=False, cpu_seconds=cpu, censored=True
+        )
         self.runner.record(
-            self.item, self.name, Outcome.CANCELLED, spent, "", self.granted, attempt_key=self.key
+            self.item,
+            self.name,
+            Outcome.CANCELLED,
+            spent,
+            "",
+            self.granted,
+            (self.klass, stats),
+            attempt_key=self.key,
         )
         self.item.report.cpu_seconds += cpu
         self.settle(cpu)
@@ -394,7 +412,7 @@ class AttemptRunner:
             self.record(item, name, Outcome.SKIPPED, skipped, str(reason))
             return skipped
         goal = item.hole.goal
-        books = _AttemptAccount(self, item, name, account)
+        books = _AttemptAccount(self, item, name, klass, account)
         executor = self._executor_for(strategy)
         # model calls (the llm strategy) wait on their own limit, not on a CPU slot
         uses_slot = self.executor is None and strategy.uses_slot
