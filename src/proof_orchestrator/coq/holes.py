@@ -36,6 +36,7 @@ __all__ = [
     "qed_proofs",
     "scan_coq_file",
     "scan_coq_text",
+    "strip_modifiers",
 ]
 
 #: declaration keywords that open a proof we may fill
@@ -102,7 +103,8 @@ class CoqHole:
         return f"{self.proof_opener}\n{body}\n{self.indent}Qed."
 
 
-def _strip_modifiers(code: str) -> str:
+def strip_modifiers(code: str) -> str:
+    """``code`` without its attributes and modifiers (``#[local]``, ``Local``, ``Program``)."""
     stripped = re.sub(r"^(?:#\[[^\]]*\]\s*)+", "", code)
     words = stripped.split(None, 1)
     while words and words[0] in _MODIFIERS and len(words) > 1:
@@ -113,7 +115,7 @@ def _strip_modifiers(code: str) -> str:
 
 def _declared_name(code: str) -> tuple[str, str, str] | None:
     """(keyword, name, rest) for a lemma-like sentence, else None."""
-    match = re.match(r"([A-Z][a-z]+)\s+([A-Za-z_][\w']*)(.*)\Z", _strip_modifiers(code), re.S)
+    match = re.match(r"([A-Z][a-z]+)\s+([A-Za-z_][\w']*)(.*)\Z", strip_modifiers(code), re.S)
     if match and match.group(1) in LEMMA_KEYWORDS:
         return match.group(1), match.group(2), match.group(3)
     return None
@@ -131,7 +133,7 @@ def iter_proofs(sentences: list[Sentence]) -> Iterable[DeclaredProof]:
     while i < n:
         sentence = sentences[i]
         code = sentence.code
-        keyword = sentence_keyword(_strip_modifiers(code))
+        keyword = sentence_keyword(strip_modifiers(code))
         declared = _declared_name(code)
         if declared is not None:
             kw, name, _rest = declared
@@ -299,7 +301,7 @@ def opened_module(code: str) -> tuple[str, bool] | None:
     still opens a module, and so does ``Module Make(D:T).`` (no space before
     its parameter).
     """
-    stripped = _strip_modifiers(code)
+    stripped = strip_modifiers(code)
     match = re.match(r"\s*Module\s+(?:(Import|Export|Type)\s+)?([A-Za-z_][\w']*)", stripped)
     if match is None or ":=" in stripped.split(" with ")[0]:
         return None
@@ -309,7 +311,7 @@ def opened_module(code: str) -> tuple[str, bool] | None:
 def axiom_names(code: str) -> list[str]:
     """The names one axiom sentence declares (``Axioms a b : T.``,
     ``Parameter (x y : T) (z : U).``); empty for any other sentence."""
-    stripped = _strip_modifiers(code)
+    stripped = strip_modifiers(code)
     if sentence_keyword(stripped) not in _AXIOM_KEYWORDS:
         return []
     rest = [*stripped.split(None, 1), ""][1]
@@ -336,7 +338,7 @@ def module_axioms(text: str) -> frozenset[str]:
     scopes: list[tuple[str, bool, bool]] = []
     for sentence in split_sentences(text):
         code = sentence.code
-        keyword = sentence_keyword(_strip_modifiers(code))
+        keyword = sentence_keyword(strip_modifiers(code))
         words = code.rstrip(".").split()
         if keyword == "Module" and (opened := opened_module(code)) is not None:
             scopes.append((opened[0], True, opened[1]))

@@ -14,7 +14,12 @@ questions go at the end of the text itself, each answer to its own file with
 * **each** lemma on its own, when the answers must be told apart;
 * ``Locate`` of names an answer printed short (``classic`` after ``Import
   Classical``), for their full names;
-* ``Print Libraries``: what the file loaded.
+* ``Print Libraries``: what the file loaded;
+* with a :class:`Trace`, what :mod:`.attribution` reads to tell which proof
+  rests on which hole still open: the file's constants (``Print Namespace``)
+  right before the first open hole and at the end, and the printed term of
+  each constant declared after that hole, right after its declaration (where
+  its name as written names it), on the same line.
 
 A lemma inside a functor (``Module Make (O : OrderedType)``) cannot be named
 after its module ends; its question goes right after its proof, on the same
@@ -30,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .attribution import Declaration, namespace_entries
 from .audit import (
     LOGICAL_ROOT,
     from_outside,
@@ -40,13 +46,15 @@ from .audit import (
 from .holes import functor_parameters, lemma_ends
 from .project import loaded_modules
 
-__all__ = ["AuditAnswers", "AuditPlan", "plan_audit"]
+__all__ = ["AuditAnswers", "AuditPlan", "Trace", "plan_audit"]
 
 #: output files of the questions are named after this, in the folder coqc runs in
 _OUTPUT = "orch-audit"
 #: the definition whose assumptions are the union's (a name no file uses)
 _UNION = "orch_audit_union__"
 _TRUE = "Coq.Init.Logic.True"
+#: printed terms are never cut short (``Printing Depth`` is 50 boxes by default)
+_DEPTH = 1_000_000_000
 _I = "Coq.Init.Logic.I"
 
 
@@ -63,6 +71,23 @@ class AuditAnswers:
     located: dict[tuple[str, str], str] = field(default_factory=dict)
     #: the modules loaded at the end of the file (``Print Libraries``)
     libraries: tuple[str, ...] = ()
+    #: with a :class:`Trace`: the file's constants before its first open hole, and at
+    #: the end (None when not asked or not answered)
+    namespace_before: frozenset[str] | None = None
+    namespace: frozenset[str] | None = None
+    #: with a :class:`Trace`: ``Print`` output per lemma printed
+    printed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """What a compile prints for :mod:`.attribution`."""
+
+    #: offset of the first open hole's statement in the text: the file's constants are
+    #: listed right before it
+    before: int
+    #: the constants whose terms are printed, each right after its declaration
+    terms: Sequence[Declaration] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +118,8 @@ class AuditPlan:
         each: dict[str, frozenset[str]] = {}
         located: dict[tuple[str, str], str] = {}
         libraries: tuple[str, ...] = ()
+        namespaces: dict[str, frozenset[str]] = {}
+        printed: dict[str, str] = {}
         for output, (kind, name, *rest) in self.questions.items():
             file = folder / f"{output}.out"
             text = file.read_text(encoding="utf-8") if complete and file.exists() else None
@@ -100,6 +127,14 @@ class AuditPlan:
                 text = None
             if kind == "libraries":
                 libraries = tuple(loaded_modules(text or ""))
+                continue
+            if kind in ("namespace", "namespace-before"):
+                if text is not None:
+                    namespaces[kind] = namespace_entries(text)
+                continue
+            if kind == "term":
+                if text is not None:
+                    printed[name] = text
                 continue
             if kind == "locate":
                 where = located_constant(text) if text is not None else None
@@ -121,7 +156,15 @@ class AuditPlan:
                 union |= keys
             else:
                 each[name] = keys
-        return AuditAnswers(frozenset(union), each, located, libraries)
+        return AuditAnswers(
+            frozenset(union),
+            each,
+            located,
+            libraries,
+            namespaces.get("namespace-before"),
+            namespaces.get("namespace"),
+            printed,
+        )
 
     def _in_place(self, output: str) -> bool:
         return output.endswith("-here")
@@ -135,6 +178,7 @@ def plan_audit(
     each: Sequence[str] = (),
     locate: Mapping[str, Sequence[str]] | None = None,
     in_place: bool = False,
+    trace: Trace | None = None,
 ) -> AuditPlan:
     """``text`` with the questions of the module docstring for the lemmas named.
 
@@ -182,12 +226,30 @@ def plan_audit(
         tail.insert(0, f"Definition {_UNION} : {_TRUE} := {lets}{_I}.")
         tail.insert(1, f'Redirect "{output}" Print Assumptions {_UNION}.')
         questions[output] = ("union", ",".join(together))
+    # on the lines where they go: no line of the text moves
+    pieces = {end: f" {' '.join(asked)}" for end, asked in inserts.items()}
+    if trace is not None:
+        output = f"{_OUTPUT}-namespace-before"
+        listed = f'Redirect "{output}" Print Namespace {module}. '
+        pieces[trace.before] = listed + pieces.get(trace.before, "")
+        questions[output] = ("namespace-before", "")
+        for number, term in enumerate(trace.terms):
+            output = f"{_OUTPUT}-term-{number}"
+            printed = (
+                f' Set Printing All. Set Printing Depth {_DEPTH}. Redirect "{output}" '
+                f"Print {term.name}. Unset Printing All."
+            )
+            pieces[term.end] = pieces.get(term.end, "") + printed
+            questions[output] = ("term", term.qualified)
     audited = text
-    for end in sorted(inserts, reverse=True):
-        # on the proof's own line: no line of the text moves
-        audited = f"{audited[:end]} {' '.join(inserts[end])}{audited[end:]}"
+    for offset in sorted(pieces, reverse=True):
+        audited = f"{audited[:offset]}{pieces[offset]}{audited[offset:]}"
     output = f"{_OUTPUT}-libraries"
     tail.append(f'Redirect "{output}" Print Libraries.')
     questions[output] = ("libraries", "")
+    if trace is not None:
+        output = f"{_OUTPUT}-namespace"
+        tail.append(f'Redirect "{output}" Print Namespace {module}.')
+        questions[output] = ("namespace", "")
     audited = audited + "\n" + "\n".join(tail) + "\n"
     return AuditPlan(path, audited, text.count("\n") + 1, questions, lemmas)

@@ -33,7 +33,7 @@ count.)
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from ..goals import Goal, HoleUse
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
+from .attribution import attribute_holes, declarations, declares_type_family
 from .audit import (
     LOGICAL_ROOT,
     ProjectHoles,
@@ -51,9 +52,10 @@ from .audit import (
     source_of,
 )
 from .build_output import first_error
-from .holes import functor_parameters, qed_proofs, scan_coq_text
-from .inline_audit import AuditAnswers, plan_audit
+from .holes import functor_parameters, lemma_ends, qed_proofs, scan_coq_text
+from .inline_audit import AuditAnswers, Trace, plan_audit
 from .project import module_source, working_folder_flags
+from .syntax import split_sentences
 
 __all__ = ["CoqVerifier", "parse_assumptions"]
 
@@ -159,13 +161,31 @@ class CoqVerifier:
         union: Sequence[str] = (),
         each: Sequence[str] = (),
         locate: Mapping[str, Sequence[str]] | None = None,
+        trace: Trace | None = None,
     ) -> _Audited:
-        """One compile of ``text`` with the questions of :mod:`.inline_audit` in it."""
-        plan = plan_audit(path, text, union=union, each=each, locate=locate)
+        """One compile of ``text`` with the questions of :mod:`.inline_audit` in it.
+
+        A compile with a ``trace`` that fails on a line the trace wrote on, or after
+        the text, is done again without it: what failed may be one of its questions.
+        """
+        plan = plan_audit(path, text, union=union, each=each, locate=locate, trace=trace)
         build = await self._build(path, plan.text)
         if build.ok:
             return _Audited(True, build, plan.answers(build.directory))
         line = first_error(build.output).line
+        if trace is not None and line is not None and line in _lines(text, trace):
+            # a constant printed on that line may not exist there (made later, or not
+            # made at all): the same without what was printed on that line
+            kept = [t for t in trace.terms if text.count("\n", 0, t.end) + 1 != line]
+            if len(kept) < len(trace.terms):
+                lesser = Trace(trace.before, kept)
+                return await self._audit(
+                    path, text, union=union, each=each, locate=locate, trace=lesser
+                )
+        if trace is not None and (
+            line is None or line > plan.text_lines or line in _lines(text, trace)
+        ):
+            return await self._audit(path, text, union=union, each=each, locate=locate)
         if line is None or line <= plan.text_lines:
             return _Audited(False, build, AuditAnswers())  # the text itself does not compile
         # the text compiled, but a name could not be asked at its end: ask each question
@@ -208,24 +228,22 @@ class CoqVerifier:
     ) -> VerificationResult:
         """Compile ``patched`` with the audit in it; accept when nothing new is assumed.
 
-        Each step only when the one before cannot decide: (1) the goals' assumptions
-        are none (one compile: a check's usual cost); (2) they are within the
-        original's trust base (one compile of the original, kept for the file's
-        later checks); (3) lemma by lemma, against what each statement already
-        assumed, with the names located (one more compile, or none when nothing
-        needs locating and the goals were asked one by one in (1)).
-
-        In (1) the goals are asked together when they are all the file's holes,
-        else one by one: a proof may then rest on a hole left, and which proof
-        rests on which is only known lemma by lemma.
+        One compile asks for the union of what the goals' proofs assume (one walk
+        of their dependencies, however many proofs). Each step after it only when
+        the one before cannot decide: (1) the union is empty; (2) what it holds
+        besides the file's open holes is a library's axiom or within the original's
+        trust base (one compile of the original, kept for the file's later checks);
+        then which proof uses which open hole is read from their printed terms
+        (:mod:`.attribution`, printed by the same compile), and the proofs that
+        cannot be read are asked one by one (one more compile); (3) otherwise lemma
+        by lemma, against what each statement already assumed, with the names
+        located (one or two more compiles).
         """
         names = [goal.qualified_name for goal in goals]
         parameters = functor_parameters(patched)
         others = {hole.goal.qualified_name for hole in scan_coq_text(path, original)} - set(names)
-        one_by_one = bool(others)
-        checked = await self._audit(
-            path, patched, union=() if one_by_one else names, each=names if one_by_one else ()
-        )
+        trace = self._trace(path, patched, names, others)
+        checked = await self._audit(path, patched, union=names, trace=trace)
         build = checked.build
         if not checked.compiled:
             return VerificationResult(
@@ -246,26 +264,129 @@ class CoqVerifier:
         outstanding = set(checked.answers.union).union(*own_keys.values())
         if not outstanding:
             return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
-        base = await self.trust_base(path, original)
-        if not base.compiled:
-            return VerificationResult(
-                Verdict.DOES_NOT_COMPILE,
-                "the original file does not compile: " + base.build.output[-1000:],
-            )
-        trusted = self._trusted(path, original, base)
-        if outstanding <= trusted:
+        stem = path.stem
+        open_keys = {f"{stem}.{name}" for name in others}
+        rest = outstanding - open_keys
+        trusted: frozenset[str] = frozenset()
+        if rest and not self._library_axioms(path, original, rest, checked.answers.libraries):
+            base = await self.trust_base(path, original)
+            if not base.compiled:
+                return VerificationResult(
+                    Verdict.DOES_NOT_COMPILE,
+                    "the original file does not compile: " + base.build.output[-1000:],
+                )
+            trusted = self._trusted(path, original, base)
+            if not rest <= trusted:
+                return await self._lemma_by_lemma(
+                    path, original, patched, names, declared_axioms, outstanding - trusted, checked
+                )
+        if not outstanding & open_keys:
             return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
-        return await self._lemma_by_lemma(
-            path,
-            original,
-            patched,
-            names,
-            declared_axioms,
-            trusted,
-            outstanding - trusted,
-            checked,
-            base,
+        uses = await self._hole_uses(path, patched, names, others, own_keys, checked, trace)
+        holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
+        return VerificationResult(
+            Verdict.ACCEPTED,
+            cpu_seconds=build.cpu_seconds,
+            holes_used={
+                name: tuple(
+                    HoleUse(str(path), used, holes[used].goal.fingerprint, used)
+                    for used in sorted(found)
+                )
+                for name, found in uses.items()
+                if found
+            },
         )
+
+    def _trace(
+        self, path: Path, patched: str, goals: Sequence[str], others: set[str]
+    ) -> Trace | None:
+        """What the check prints for :mod:`.attribution` when holes stay open: the
+        file's constants before the first of them, and the terms of the goals and of
+        the constants declared after it."""
+        open_holes = [h for h in scan_coq_text(path, patched) if h.goal.qualified_name in others]
+        if not open_holes:
+            return None
+        first = min(hole.statement_start for hole in open_holes)
+        terms = [
+            declared
+            for declared in declarations(split_sentences(patched))
+            if declared.end > first or declared.qualified in goals
+        ]
+        return Trace(first, terms)
+
+    async def _hole_uses(
+        self,
+        path: Path,
+        patched: str,
+        names: Sequence[str],
+        others: set[str],
+        own_keys: Mapping[str, set[str]],
+        checked: _Audited,
+        trace: Trace | None,
+    ) -> dict[str, frozenset[str]]:
+        """Per goal, the file's open holes its proof uses: read from the printed terms
+        where they can be read, else asked of each proof on its own (one compile)."""
+        stem = path.stem
+        parameters = functor_parameters(patched)
+
+        def open_holes_in(keys: Iterable[str]) -> frozenset[str]:
+            short = (key.removeprefix(f"{stem}.") for key in keys)
+            return frozenset(name for name in short if name in others)
+
+        uses: dict[str, frozenset[str]] = {}
+        # a functor's lemmas were asked on their own, after their proofs
+        readable = [name for name in names if name not in parameters]
+        for name in names:
+            if name in parameters:
+                uses[name] = open_holes_in(own_keys.get(name, ()))
+        answers = checked.answers
+        unreadable = set(readable)
+        listed = answers.namespace is not None and answers.namespace_before is not None
+        if trace is not None and listed:
+            # what the file declares, as its text says, counts as its constants too (a
+            # constant missed by the listing would be a hole missed), and never as
+            # declared before the first open hole when it comes after it
+            ends = lemma_ends(path, patched)
+            declared = {d.qualified: d.end for d in declarations(split_sentences(patched))}
+            declared.update((name, end) for name, (_, end) in ends.items())
+            later = {name for name, end in declared.items() if end > trace.before} | others
+            attribution = attribute_holes(
+                readable,
+                answers.printed,
+                (answers.namespace or frozenset()) | set(declared) | others,
+                (answers.namespace_before or frozenset()) - later,
+                frozenset(others),
+                (LOGICAL_ROOT, stem),
+            )
+            after = _first_type_family(patched, trace.before)
+            for name, found in attribution.uses.items():
+                if after is None or ends.get(name, ("", 0))[1] < after:
+                    uses[name] = found
+            unreadable = set(readable) - set(uses)
+        if unreadable:
+            asked = await self._audit(path, patched, each=sorted(unreadable))
+            for name in unreadable:
+                keys = asked.answers.each.get(name, frozenset({f"<missing {name}>"}))
+                uses[name] = open_holes_in(keys) if asked.compiled else frozenset(others)
+        return uses
+
+    def _library_axioms(
+        self, path: Path, original: str, keys: set[str], libraries: Sequence[str]
+    ) -> bool:
+        """Whether every key is an installed library's axiom, known by its printed name
+        (:func:`~.audit.library_axiom_named`): accepted without the trust base."""
+        if not self.trust_library_axioms:
+            return False
+        flags, cwd = self.project_holes.flags, self.project_holes.cwd
+        sources = [(module, module_source(module, flags, cwd)) for module in libraries]
+        texts = self._texts(original, libraries)
+        for key in keys:
+            if " " in key or key.startswith(("<", f"{path.stem}.")):
+                return False
+            full = library_axiom_named(key, sources, texts)
+            if full is None or not self._library_axiom(full):
+                return False
+        return True
 
     async def _lemma_by_lemma(
         self,
@@ -274,12 +395,18 @@ class CoqVerifier:
         patched: str,
         names: Sequence[str],
         declared_axioms: frozenset[str],
-        trusted: frozenset[str],
         unknown: set[str],
         first: _Audited,
-        base: _Audited,
     ) -> VerificationResult:
         """Step (3) of :meth:`verify`: each goal's assumptions against its statement's."""
+        base = await self.trust_base(path, original)  # kept from step (2)
+        if not base.compiled:
+            return VerificationResult(
+                Verdict.DOES_NOT_COMPILE,
+                "the original file does not compile: " + base.build.output[-1000:],
+            )
+        trusted = self._trusted(path, original, base)
+        unknown = unknown - trusted
         stem = path.stem
         parameters = functor_parameters(patched)
         libraries = first.answers.libraries
@@ -377,3 +504,19 @@ class CoqVerifier:
         """An axiom an installed library declares, and no constant of the project."""
         inside = source_of(full, self.project_holes.flags, self.project_holes.cwd)
         return self.trust_library_axioms and inside is None and library_axiom(full)
+
+
+def _first_type_family(text: str, start: int) -> int | None:
+    """The offset of the first sentence from ``start`` on that declares what a printed
+    term does not show (:func:`.attribution.declares_type_family`), or None."""
+    for sentence in split_sentences(text):
+        if sentence.start >= start and declares_type_family(sentence):
+            return sentence.start
+    return None
+
+
+def _lines(text: str, trace: Trace) -> set[int]:
+    """The lines of ``text`` on which ``trace`` puts its questions."""
+    return {
+        text.count("\n", 0, offset) + 1 for offset in (trace.before, *(t.end for t in trace.terms))
+    }

@@ -1,0 +1,243 @@
+"""Which of a file's holes each checked proof rests on, read from printed terms.
+
+``Print Assumptions`` answers the question for one lemma by walking everything
+the lemma depends on, the libraries included: 0.4 CPU s for a lemma about the
+reals, whose construction it walks each time. A check that asked it for each
+proof of a batch cost ten times one compile of the file. Only the union of
+the batch is walked now (once), and when that union shows holes of the file
+still ``Admitted``, which proof leads to which is read from the proofs' own
+terms, printed by the same compile (``Set Printing All``: no notation hides
+a constant) at no measurable cost.
+
+Only the file's own constants can lead to one of its holes (a library was
+compiled before the file), and of those only the ones declared after the
+first hole still open. So the compile also lists the file's constants
+(``Print Namespace``) twice: at the end, and right before the first open
+hole. A constant in the first list is clean. From a proof, the walk follows
+every identifier of its printed term (type and body) that can name one of
+the file's constants declared later; a hole reached is a hole used.
+
+The reading gives up on a proof (it is then asked with ``Print
+Assumptions`` on its own) when the walk reaches a constant of the file that
+was not printed (a definition, an instance, an eliminator), one printed
+without a body (a sealed module's lemma hides its proof), or when a type
+family or module application is declared after the first open hole (a
+constructor's type is never printed with the terms that use it). Reading an
+identifier as a constant it cannot name is harmless: it can only make a
+proof look like it uses a hole, never the reverse.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from .holes import LEMMA_KEYWORDS, module_parameters, opened_module, strip_modifiers
+from .syntax import Sentence, sentence_keyword, split_top_level
+
+__all__ = [
+    "Attribution",
+    "Declaration",
+    "attribute_holes",
+    "declarations",
+    "declares_type_family",
+    "namespace_entries",
+]
+
+#: sentences that declare a constant with a body (a lemma's comes at its proof's end)
+_DEFINING = LEMMA_KEYWORDS | {"Definition", "Fixpoint", "CoFixpoint", "Instance"}
+#: a ``Program`` declaration (its obligations may be solved sentences later)
+_PROGRAM = re.compile(r"^(?:#\[[^\]]*\]\s*|[A-Z][a-z]+\s+)*?Program\b|^#\[[^\]]*\bprogram\b")
+#: the sentences that end a proof with a constant made (``Admitted`` makes an axiom)
+_MADE = frozenset({"Qed", "Defined", "Save"})
+_ENDERS = _MADE | {"Admitted", "Abort"}
+
+#: an identifier, qualified or not, as Coq prints it
+_IDENTIFIER = re.compile(r"(?<![\w'.])[^\W\d][\w']*(?:\.[^\W\d][\w']*)*")
+#: a ``Print Namespace`` entry: ``name:`` at the start of a line, its type after it
+#: or on the lines below, indented
+_ENTRY = re.compile(r"^([^\s:]+):(?=[ \t]|$)", re.M)
+#: sentences that declare what a printed term never shows: an inductive family's
+#: constructors (their types), or the members of an applied or included module
+_TYPE_FAMILY = re.compile(
+    r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
+    r"Private|Unset|Set)\s+)*"
+    r"(?:(?:Co)?Inductive|Variant|Record|Structure|Class|Include|Declare\s+Module)\b"
+    r"|^(?:#\[[^\]]*\]\s*)*Module\s+(?:Import\s+|Export\s+)?[\w']+[^.]*?:=",
+)
+
+
+def namespace_entries(output: str) -> frozenset[str]:
+    """The constants a ``Print Namespace`` output lists, named from the namespace (the
+    first line is the namespace's own, ``OrchCheck.stem:``)."""
+    body = output.lstrip().partition("\n")[2]
+    return frozenset(_ENTRY.findall(body))
+
+
+def declares_type_family(sentence: Sentence) -> bool:
+    """Whether ``sentence`` declares an inductive family, or a module by application or
+    inclusion (what :func:`attribute_holes` cannot follow)."""
+    return _TYPE_FAMILY.match(sentence.code.lstrip()) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """A constant the text declares with a body, outside functors and module types."""
+
+    #: its name as written, which names it right after its declaration
+    name: str
+    #: its name from the top of the file (modules qualify it, sections do not)
+    qualified: str
+    #: the offset right after the sentence that makes it (the proof's end, for a lemma)
+    end: int
+
+
+def declarations(sentences: Sequence[Sentence]) -> list[Declaration]:
+    """The constants with a body declared by ``sentences`` (a whole file), in order:
+    lemmas and definitions (``Definition``, ``Fixpoint`` (its first name),
+    ``Instance``...), whether given by ``:=`` or by a proof ended with ``Qed`` or
+    ``Defined``. A functor's or module type's are left out: they are named only
+    in the functor's applications."""
+    found: list[Declaration] = []
+    modules: list[tuple[str, bool]] = []  # (name, whether it binds parameters or is a type)
+    scopes: list[str] = []  # what each open Section/Module is, to close the right one
+    i = 0
+    while i < len(sentences):
+        code = sentences[i].code
+        stripped = strip_modifiers(code)
+        keyword = sentence_keyword(stripped)
+        words = code.rstrip(".").split()
+        made_names, given = _declared(stripped, keyword)
+        if _PROGRAM.match(code):
+            made_names = []  # made once its obligations are solved, wherever that is
+        if made_names:
+            j = i
+            if not given:
+                j = i + 1
+                while j < len(sentences) and sentence_keyword(sentences[j].code) not in _ENDERS:
+                    j += 1
+                if j >= len(sentences):
+                    break
+            made = given or sentence_keyword(sentences[j].code) in _MADE
+            if made and not any(hidden for _, hidden in modules):
+                for name in made_names:
+                    qualified = ".".join([*(m for m, _ in modules), name])
+                    found.append(Declaration(name, qualified, sentences[j].end))
+            i = j + 1
+            continue
+        if keyword == "Section" and len(words) >= 2:
+            scopes.append("section")
+        elif keyword == "Module" and (opened := opened_module(code)) is not None:
+            scopes.append("module")
+            modules.append((opened[0], opened[1] or bool(module_parameters(code))))
+        elif keyword == "End" and scopes and scopes.pop() == "module" and modules:
+            modules.pop()
+        i += 1
+    return found
+
+
+def _gives_body(code: str) -> bool:
+    """Whether a declaration gives its body with a ``:=`` of its own (not a named
+    argument's, ``(D:=D)``)."""
+    return len(split_top_level(code, ":=")) > 1
+
+
+def _declared(stripped: str, keyword: str) -> tuple[list[str], bool]:
+    """The constants a sentence (modifiers stripped) declares with a body, and whether
+    the body is given in it (``:=``) rather than by a proof after it."""
+    name = r"([A-Za-z_][\w']*)"
+    if keyword in _DEFINING:
+        match = re.match(rf"[A-Za-z_][\w']*\s+{name}", stripped)
+        given = _gives_body(stripped) and keyword not in LEMMA_KEYWORDS
+        return ([match.group(1)] if match else []), given
+    if keyword == "Canonical" and _gives_body(stripped):
+        match = re.match(rf"Canonical\s+(?:Structure\s+)?{name}", stripped)
+        return ([match.group(1)] if match else []), True
+    morphism = re.search(rf"\bMorphism\b.*\bas\s+{name}\s*\.?\s*$", stripped, re.S)
+    if keyword == "Add" and (found := morphism):
+        # the morphism's lemma, and the instance made of it
+        return [found.group(1), f"{found.group(1)}_Proper"], False
+    return [], False
+
+
+@dataclass(frozen=True, slots=True)
+class Attribution:
+    """Per proof read, the holes its term reaches; and the proofs that could not be read."""
+
+    uses: dict[str, frozenset[str]]
+    unresolved: frozenset[str]
+
+
+class _Constants:
+    """The file's constants by their last component, to read an identifier as them."""
+
+    def __init__(self, entries: Iterable[str], root: Sequence[str]) -> None:
+        self._by_base: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+        for entry in entries:
+            parts = (*root, *entry.split("."))
+            self._by_base.setdefault(parts[-1], []).append((entry, parts))
+
+    def named(self, identifier: str) -> list[str]:
+        """Every constant ``identifier`` can name: a suffix of its full path."""
+        parts = tuple(identifier.split("."))
+        return [
+            entry
+            for entry, full in self._by_base.get(parts[-1], ())
+            if full[len(full) - len(parts) :] == parts
+        ]
+
+
+def attribute_holes(
+    proofs: Sequence[str],
+    printed: Mapping[str, str],
+    entries: frozenset[str],
+    clean: frozenset[str],
+    holes: frozenset[str],
+    root: Sequence[str],
+) -> Attribution:
+    """Which of ``holes`` each of ``proofs`` reaches (all names relative to the file).
+
+    ``printed``: ``Print`` output per constant printed; ``entries``: every
+    constant of the file; ``clean``: those declared before the first open hole;
+    ``root``: the file's module path (``("OrchCheck", "stem")``).
+    """
+    constants = _Constants(entries, root)
+    uses: dict[str, frozenset[str]] = {}
+    unresolved: set[str] = set()
+    for proof in proofs:
+        if proof in clean:
+            uses[proof] = frozenset()
+            continue
+        found = _reach(proof, printed, constants, clean, holes)
+        if found is None:
+            unresolved.add(proof)
+        else:
+            uses[proof] = found
+    return Attribution(uses, frozenset(unresolved))
+
+
+def _reach(
+    start: str,
+    printed: Mapping[str, str],
+    constants: _Constants,
+    clean: frozenset[str],
+    holes: frozenset[str],
+) -> frozenset[str] | None:
+    """The holes ``start``'s printed term reaches, or None when it cannot be read."""
+    used: set[str] = set()
+    seen = {start}
+    stack = [start]
+    while stack:
+        name = stack.pop()
+        text = printed.get(name)
+        if text is None or not text.strip() or text.lstrip().startswith("*** ["):
+            return None  # not printed, or printed without its body
+        for identifier in set(_IDENTIFIER.findall(text)):
+            for constant in constants.named(identifier):
+                if constant in holes:
+                    used.add(constant)
+                elif constant not in seen and constant not in clean:
+                    seen.add(constant)
+                    stack.append(constant)
+    return frozenset(used)

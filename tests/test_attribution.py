@@ -1,0 +1,189 @@
+"""Which open hole each checked proof rests on, read from printed terms (issue 54: a
+check at the cost of a compile, however many proofs it holds)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from proof_orchestrator.coq.attribution import (
+    attribute_holes,
+    declares_type_family,
+    namespace_entries,
+)
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.syntax import one_sentence
+from proof_orchestrator.coq.verify import CoqVerifier
+from proof_orchestrator.provers.base import Verdict
+
+ROOT = ("OrchCheck", "F")
+
+
+def test_the_namespace_lists_constants_by_their_names_in_the_file() -> None:
+    output = "OrchCheck.F:\n\nh: (forall n : nat, n * 1 = n)\nM.x: (1 = 1)\nbig:\n  (1 = 1)\n"
+    assert namespace_entries(output) == {"h", "M.x", "big"}
+
+
+def test_a_hole_is_found_through_the_lemmas_between() -> None:
+    printed = {
+        "g": "g = proj1 mid\n     : 2 = 2",
+        "mid": "mid = conj eq_refl (h1)\n     : and (2 = 2) (1 = 1)",
+        "g2": "g2 = @eq_refl nat (S O) : 1 = 1",
+    }
+    entries = frozenset({"h1", "mid", "g", "g2", "early"})
+    found = attribute_holes(
+        ["g", "g2"], printed, entries, frozenset({"early"}), frozenset({"h1"}), ROOT
+    )
+    assert found.uses == {"g": frozenset({"h1"}), "g2": frozenset()}
+    assert not found.unresolved
+
+
+def test_what_cannot_be_read_is_left_to_print_assumptions() -> None:
+    """A constant of the file reached but not printed (a definition), or printed without
+    its body (a sealed module's lemma): the proof is not read."""
+    printed = {
+        "a": "a = d + 0 : nat",
+        "b": "b = M.x : 1 = 1",
+        "M.x": "*** [ M.x : 1 = 1 ]",
+        "c": "c = early : True",
+    }
+    entries = frozenset({"a", "b", "c", "d", "M.x", "early", "h"})
+    found = attribute_holes(
+        ["a", "b", "c"], printed, entries, frozenset({"early"}), frozenset({"h"}), ROOT
+    )
+    assert found.unresolved == {"a", "b"}
+    # a constant declared before the first open hole rests on none: not followed
+    assert found.uses == {"c": frozenset()}
+
+
+def test_a_name_is_read_as_every_constant_it_can_name() -> None:
+    """``M.h`` and ``F.M.h`` name the module's ``h``; ``N.h`` does not; a short ``h``
+    may be either (more holes, never fewer)."""
+    entries = frozenset({"M.h", "N.h"})
+    holes = frozenset({"M.h", "N.h"})
+    for text, expected in (
+        ("p = F.M.h : T", {"M.h"}),
+        ("p = M.h : T", {"M.h"}),
+        ("p = h : T", {"M.h", "N.h"}),
+        ("p = OrchCheck.F.N.h : T", {"N.h"}),
+        ("p = X.M.h : T", set()),
+    ):
+        found = attribute_holes(["p"], {"p": text}, entries, frozenset(), holes, ROOT)
+        assert found.uses["p"] == expected, text
+
+
+@pytest.mark.parametrize(
+    ("code", "family"),
+    [
+        ("Inductive T : Prop := c : T.", True),
+        ("#[local] Record R := { f : nat }.", True),
+        ("Local CoInductive S := s : S -> S.", True),
+        ("Class C := { m : nat }.", True),
+        ("Module N := Make M.", True),
+        ("Include Sig.", True),
+        ("Lemma x : True.", False),
+        ("Definition d := 3.", False),
+        ("Module M.", False),
+    ],
+)
+def test_what_a_printed_term_does_not_show_is_recognised(code: str, family: bool) -> None:
+    assert declares_type_family(one_sentence(code)) is family
+
+
+FILE = """\
+Lemma early : 0 = 0.
+Proof. reflexivity. Qed.
+Lemma h1 : 1 = 1.
+Admitted.
+Lemma mid : 2 = 2 /\\ 1 = 1.
+Proof. split; [reflexivity | apply h1]. Qed.
+Lemma g1 : 2 = 2.
+Admitted.
+Lemma g2 : 3 = 3.
+Admitted.
+Lemma g3 : 1 = 1.
+Admitted.
+Module Type Sig. Parameter x : 1 = 1. End Sig.
+Module M : Sig. Lemma x : 1 = 1. Proof. exact h1. Qed. End M.
+Lemma g4 : 1 = 1.
+Admitted.
+Inductive box : Prop := wrap : 1 = 1 -> box.
+Lemma g5 : box.
+Admitted.
+"""
+
+PROOFS = {
+    "g1": "Proof. exact (proj1 mid). Qed.",
+    "g2": "Proof. reflexivity. Qed.",
+    "g3": "Proof. exact (eq_trans h1 early_one). Qed.",
+    "g4": "Proof. exact M.x. Qed.",
+    "g5": "Proof. exact (wrap h1). Qed.",
+}
+
+
+def _patched(names: list[str]) -> str:
+    text = FILE.replace("Lemma g1", "Lemma early_one : 1 = 1.\nProof. reflexivity. Qed.\nLemma g1")
+    for name in names:
+        statement = next(line for line in text.splitlines() if line.startswith(f"Lemma {name} "))
+        text = text.replace(f"{statement}\nAdmitted.", f"{statement}\n{PROOFS[name]}")
+    return text
+
+
+async def _check(
+    write_v: Callable[[str, str], Path], names: list[str]
+) -> tuple[dict[str, list[str]], CoqVerifier, list[str]]:
+    original = FILE.replace(
+        "Lemma g1", "Lemma early_one : 1 = 1.\nProof. reflexivity. Qed.\nLemma g1"
+    )
+    path = write_v("F.v", original)
+    goals = [h.goal for h in scan_coq_text(path, original) if h.goal.name in names]
+    verifier = CoqVerifier()
+    texts: list[str] = []
+    build = verifier._build
+
+    async def recorded(file: Path, text: str):  # type: ignore[no-untyped-def]
+        texts.append(text)
+        return await build(file, text)
+
+    verifier._build = recorded  # type: ignore[method-assign]
+    try:
+        result = await verifier.verify(path, original, _patched(names), goals)
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.ACCEPTED, result.detail
+    uses = {name: [use.label for use in found] for name, found in result.holes_used.items()}
+    return uses, verifier, texts
+
+
+async def test_one_walk_tells_which_proof_uses_which_open_hole(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """Three proofs, one through a finished lemma to the open hole ``h1``, one closed,
+    one naming it: one compile, one ``Print Assumptions`` (of their union)."""
+    uses, verifier, texts = await _check(write_v, ["g1", "g2", "g3"])
+    assert uses == {"g1": ["h1"], "g3": ["h1"]}
+    assert verifier.compilations == 1
+    assert texts[0].count("Print Assumptions") == 1
+
+
+async def test_a_sealed_lemma_is_read_inside_its_module(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """``M.x`` is sealed by its signature (outside ``M`` it prints without its proof,
+    which uses ``h1``); it is printed inside ``M``, right after its proof."""
+    uses, verifier, _ = await _check(write_v, ["g2", "g4"])
+    assert uses == {"g4": ["h1"]}
+    assert verifier.compilations == 1
+
+
+async def test_a_proof_after_a_type_family_gets_its_own_walk(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """After ``Inductive box`` (a constructor's type is never printed with the terms
+    that use it), the proof is asked on its own: one more compile, the hole found."""
+    uses, verifier, texts = await _check(write_v, ["g2", "g5"])
+    assert uses == {"g5": ["h1"]}
+    assert verifier.compilations == 2
+    assert "Print Assumptions g5." in texts[-1] or "OrchCheck.F.g5." in texts[-1]
