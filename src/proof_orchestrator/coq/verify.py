@@ -268,6 +268,12 @@ class CoqVerifier:
         open_keys = {f"{stem}.{name}" for name in others}
         rest = outstanding - open_keys
         trusted: frozenset[str] = frozenset()
+        if rest and not rest & checked.answers.union:
+            # only a functor's lemmas (asked after their proofs) left something: most
+            # often its parameter's members printed short, which locating settles
+            return await self._lemma_by_lemma(
+                path, original, patched, names, declared_axioms, outstanding, checked
+            )
         if rest and not self._library_axioms(path, original, rest, checked.answers.libraries):
             base = await self.trust_base(path, original)
             if not base.compiled:
@@ -398,15 +404,13 @@ class CoqVerifier:
         unknown: set[str],
         first: _Audited,
     ) -> VerificationResult:
-        """Step (3) of :meth:`verify`: each goal's assumptions against its statement's."""
-        base = await self.trust_base(path, original)  # kept from step (2)
-        if not base.compiled:
-            return VerificationResult(
-                Verdict.DOES_NOT_COMPILE,
-                "the original file does not compile: " + base.build.output[-1000:],
-            )
-        trusted = self._trusted(path, original, base)
-        unknown = unknown - trusted
+        """Step (3) of :meth:`verify`: each goal's assumptions against its statement's.
+
+        What the printed names are is settled first (located, a library's axiom, a
+        functor's parameter, a hole); the original's trust base and the statements'
+        assumptions (a compile of the original, kept from step (2) when it ran) are
+        asked only for what is left.
+        """
         stem = path.stem
         parameters = functor_parameters(patched)
         libraries = first.answers.libraries
@@ -427,20 +431,23 @@ class CoqVerifier:
                     by_name[key] = full
         to_locate = [key for key in names_of_constants if key not in by_name]
         checked = first
-        if to_locate or set(first.answers.each) < set(names):
+        after = dict(first.answers.each)
+        unasked = [name for name in names if name not in after]
+        if to_locate or unasked:
             # located where each lemma is: at the end for most, after its proof in a functor
             locate = {"": to_locate, **{name: to_locate for name in names if name in parameters}}
-            checked = await self._audit(path, patched, each=names, locate=locate)
+            checked = await self._audit(path, patched, each=unasked, locate=locate)
+            after.update(checked.answers.each)
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
-        after, located = checked.answers.each, checked.answers.located
+        located = checked.answers.located
         unexplained: dict[str, list[str]] = {}
         uses: dict[str, list[HoleUse]] = {}
+        base: _Audited | None = None
+        trusted: frozenset[str] = frozenset()
         for name in names:
             own = f"{stem}.{name}"
-            before = base.answers.each.get(name, frozenset())
-            allowed = (set(before) | trusted) - {own, name}
             for printed in after.get(name, frozenset({f"<missing {name}>"})):
-                if printed in allowed or is_parameter(printed, parameters.get(name, frozenset())):
+                if is_parameter(printed, parameters.get(name, frozenset())):
                     continue
                 full = (
                     located.get((name, printed))
@@ -462,14 +469,29 @@ class CoqVerifier:
                         HoleUse(str(path), label, hole.goal.fingerprint, label)
                     )
                     continue
-                if local or full is None or full.startswith(f"{LOGICAL_ROOT}."):
-                    unexplained.setdefault(name, []).append(key)
+                project_hole = None
+                if not (local or full is None or full.startswith(f"{LOGICAL_ROOT}.")):
+                    project_hole = self.project_holes.hole(full, path)
+                    if project_hole is not None:
+                        uses.setdefault(name, []).append(project_hole)
+                        continue
+                    if self._library_axiom(full):
+                        continue
+                # what the statement already assumed, or the file's trust base
+                if base is None:
+                    base = await self.trust_base(path, original)  # kept from step (2)
+                    if not base.compiled:
+                        return VerificationResult(
+                            Verdict.DOES_NOT_COMPILE,
+                            "the original file does not compile: " + base.build.output[-1000:],
+                        )
+                    trusted = self._trusted(path, original, base)
+                before = base.answers.each.get(name, frozenset())
+                if printed in (set(before) | trusted) - {own, name}:
                     continue
-                project_hole = self.project_holes.hole(full, path)
-                if project_hole is not None:
-                    uses.setdefault(name, []).append(project_hole)
-                elif not self._library_axiom(full):
-                    unexplained.setdefault(name, []).append(full)  # named in full
+                # named in full when it was located outside the file
+                outside = full is not None and not local and not full.startswith(LOGICAL_ROOT)
+                unexplained.setdefault(name, []).append(full if outside and full else key)
         offending = [f"{name}: {key}" for name, keys in unexplained.items() for key in keys]
         if offending:
             return VerificationResult(
