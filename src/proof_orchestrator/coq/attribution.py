@@ -43,6 +43,7 @@ __all__ = [
     "declarations",
     "declares_type_family",
     "namespace_entries",
+    "stray_families",
 ]
 
 #: sentences that declare a constant with a body (a lemma's comes at its proof's end)
@@ -59,13 +60,21 @@ _IDENTIFIER = re.compile(r"(?<![\w'.])[^\W\d][\w']*(?:\.[^\W\d][\w']*)*")
 #: or on the lines below, indented
 _ENTRY = re.compile(r"^([^\s:]+):(?=[ \t]|$)", re.M)
 #: sentences that declare what a printed term never shows: an inductive family's
-#: constructors (their types), or the members of an applied or included module
+#: constructors (their types; ``Function`` and the plugins make such families too),
+#: or the members of an applied or included module
 _TYPE_FAMILY = re.compile(
     r"^(?:#\[[^\]]*\]\s*)*(?:(?:Local|Global|Polymorphic|Monomorphic|Cumulative|NonCumulative|"
-    r"Private|Unset|Set)\s+)*"
-    r"(?:(?:Co)?Inductive|Variant|Record|Structure|Class|Include|Declare\s+Module)\b"
-    r"|^(?:#\[[^\]]*\]\s*)*Module\s+(?:Import\s+|Export\s+)?[\w']+[^.]*?:=",
+    r"Private|Unset|Set|Program)\s+)*"
+    r"(?:(?:Co)?Inductive|Variant|Record|Structure|Class|Include|Declare\s+Module|Function|"
+    r"Functional|Equations|Derive|Elpi|HB\.)"
+    r"|^(?:#\[[^\]]*\]\s*)*Module\s+(?!Type\b)(?:Import\s+|Export\s+)?[\w']+.*?:=",
+    re.S,
 )
+#: a module's signature given with ``:`` (sealed: outside it, its lemmas print without
+#: their proofs, and its other members are not listed at all)
+_SEALED = re.compile(r"(?<![<:])\s:(?![=>])")
+#: the eliminators an inductive family gets: one the scan did not see was declared
+_SCHEME = re.compile(r"_(?:ind|rect|rec|sind)$")
 
 
 def namespace_entries(output: str) -> frozenset[str]:
@@ -76,9 +85,37 @@ def namespace_entries(output: str) -> frozenset[str]:
 
 
 def declares_type_family(sentence: Sentence) -> bool:
-    """Whether ``sentence`` declares an inductive family, or a module by application or
-    inclusion (what :func:`attribute_holes` cannot follow)."""
-    return _TYPE_FAMILY.match(sentence.code.lstrip()) is not None
+    """Whether ``sentence`` declares an inductive family, a module by application or
+    inclusion, or a sealed module (what :func:`attribute_holes` cannot follow)."""
+    code = sentence.code.lstrip()
+    return _TYPE_FAMILY.match(code) is not None or _seals(code)
+
+
+def _seals(code: str) -> bool:
+    """Whether ``code`` opens a module sealed by a signature (``Module M : S.``)."""
+    opened = opened_module(code)
+    if opened is None or opened[1]:
+        return False
+    depth, outside = 0, []
+    for char in code:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        outside.append(char if depth == 0 and char not in "()" else " ")
+    return _SEALED.search("".join(outside)) is not None
+
+
+def stray_families(
+    entries: frozenset[str], known: frozenset[str], families: Sequence[Sentence]
+) -> bool:
+    """Whether ``entries`` (the file's constants) hold an eliminator of an inductive
+    family that is neither among ``known`` (the constants declared before the first
+    open hole, or seen by the scan) nor named in ``families`` (the sentences
+    :func:`declares_type_family` saw): one declared by a command the scan does not
+    know."""
+    words = {word for sentence in families for word in re.findall(r"[\w']+", sentence.code)}
+    return any(
+        _SCHEME.search(entry) and _SCHEME.sub("", entry.rsplit(".", 1)[-1]) not in words
+        for entry in entries - known
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +128,10 @@ class Declaration:
     qualified: str
     #: the offset right after the sentence that makes it (the proof's end, for a lemma)
     end: int
+    #: inside a section: printed again at the end of the file, where it is abstracted
+    #: over the section's variables it uses (their types are only printed there) and
+    #: the section's ``Let``s are unfolded in it
+    in_section: bool = False
 
 
 def declarations(sentences: Sequence[Sentence]) -> list[Declaration]:
@@ -123,7 +164,8 @@ def declarations(sentences: Sequence[Sentence]) -> list[Declaration]:
             if made and not any(hidden for _, hidden in modules):
                 for name in made_names:
                     qualified = ".".join([*(m for m, _ in modules), name])
-                    found.append(Declaration(name, qualified, sentences[j].end))
+                    in_section = "section" in scopes
+                    found.append(Declaration(name, qualified, sentences[j].end, in_section))
             i = j + 1
             continue
         if keyword == "Section" and len(words) >= 2:

@@ -119,7 +119,7 @@ class AuditPlan:
         located: dict[tuple[str, str], str] = {}
         libraries: tuple[str, ...] = ()
         namespaces: dict[str, frozenset[str]] = {}
-        printed: dict[str, str] = {}
+        printed_parts: dict[str, dict[str, str | None]] = {}
         for output, (kind, name, *rest) in self.questions.items():
             file = folder / f"{output}.out"
             text = file.read_text(encoding="utf-8") if complete and file.exists() else None
@@ -132,9 +132,9 @@ class AuditPlan:
                 if text is not None:
                     namespaces[kind] = namespace_entries(text)
                 continue
-            if kind == "term":
-                if text is not None:
-                    printed[name] = text
+            if kind in ("term", "term-end"):
+                parts = printed_parts.setdefault(name, {})
+                parts[kind] = text
                 continue
             if kind == "locate":
                 where = located_constant(text) if text is not None else None
@@ -156,6 +156,12 @@ class AuditPlan:
                 union |= keys
             else:
                 each[name] = keys
+        # a section's constant counts as printed only with both of its prints
+        printed = {
+            name: "\n".join(text for text in parts.values() if text is not None)
+            for name, parts in printed_parts.items()
+            if all(text is not None for text in parts.values())
+        }
         return AuditAnswers(
             frozenset(union),
             each,
@@ -251,5 +257,13 @@ def plan_audit(
         output = f"{_OUTPUT}-namespace"
         tail.append(f'Redirect "{output}" Print Namespace {module}.')
         questions[output] = ("namespace", "")
+        closed = [term for term in trace.terms if term.in_section]
+        if closed:
+            # last: the printing options change how everything after them is printed
+            tail += ["Set Printing All.", f"Set Printing Depth {_DEPTH}."]
+        for number, term in enumerate(closed):
+            output = f"{_OUTPUT}-term-end-{number}"
+            tail.append(f'Redirect "{output}" Print {module}.{term.qualified}.')
+            questions[output] = ("term-end", term.qualified)
     audited = audited + "\n" + "\n".join(tail) + "\n"
     return AuditPlan(path, audited, text.count("\n") + 1, questions, lemmas)

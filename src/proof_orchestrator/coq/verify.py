@@ -41,7 +41,12 @@ from ..goals import Goal, HoleUse
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
-from .attribution import attribute_holes, declarations, declares_type_family
+from .attribution import (
+    attribute_holes,
+    declarations,
+    declares_type_family,
+    stray_families,
+)
 from .audit import (
     LOGICAL_ROOT,
     ProjectHoles,
@@ -356,11 +361,20 @@ class CoqVerifier:
             declared = {d.qualified: d.end for d in declarations(split_sentences(patched))}
             declared.update((name, end) for name, (_, end) in ends.items())
             later = {name for name, end in declared.items() if end > trace.before} | others
+            clean = (answers.namespace_before or frozenset()) - later
+            families = [s for s in split_sentences(patched) if declares_type_family(s)]
+            entries = answers.namespace or frozenset()
+            if stray_families(entries, frozenset(clean | set(declared)), families):
+                # an inductive family made by a command the scan does not know: only
+                # what comes before the first open hole is read
+                to_read = [name for name in readable if name in clean]
+            else:
+                to_read = readable
             attribution = attribute_holes(
-                readable,
+                to_read,
                 answers.printed,
                 (answers.namespace or frozenset()) | set(declared) | others,
-                (answers.namespace_before or frozenset()) - later,
+                clean,
                 frozenset(others),
                 (LOGICAL_ROOT, stem),
             )
