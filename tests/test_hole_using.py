@@ -265,6 +265,28 @@ async def test_an_axiom_of_an_imported_file_is_no_hole(tmp_path: Path, ledger: L
     assert result.new_assumptions == ("c: Lib.B.b",)
 
 
+async def test_an_imported_hole_is_reported_even_where_finished_proofs_use_it(
+    tmp_path: Path,
+) -> None:
+    """C.v's finished ``early`` already rests on the hole ``b`` of B.v; a proof of ``c``
+    that uses ``b`` too still rests on a hole (the trust base never covers one)."""
+    b, c = _project(tmp_path)
+    text = (
+        "Require Import Lib.B.\n\nLemma early : 0 + 0 = 0.\nProof. apply b. Qed.\n\n"
+        "Lemma c : forall n : nat, (n + 0) + 0 = n.\nAdmitted.\n"
+    )
+    c.write_text(text)
+    verifier = CoqVerifier(["-Q", str(tmp_path / "theories"), "Lib"], cwd=str(tmp_path))
+    hole = next(h for h in scan_coq_text(c, text) if h.goal.name == "c")
+    patched = text.replace("Admitted.", "Proof.\n  intros. rewrite !b. reflexivity.\nQed.")
+    try:
+        result = await verifier.verify(c, text, patched, [hole.goal])
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.ACCEPTED, result.detail
+    assert [use.label for use in result.holes_used["c"]] == ["Lib.B.b"]
+
+
 def test_strict_holes_is_a_setting_of_the_flag_the_environment_and_the_file(
     tmp_path: Path,
 ) -> None:

@@ -279,6 +279,12 @@ class CoqVerifier:
             return await self._lemma_by_lemma(
                 path, original, patched, names, declared_axioms, outstanding, checked
             )
+        if rest and self._may_be_project_holes(rest, checked.answers.libraries):
+            # a hole of a project file this one loads is a hole used even where the
+            # original's finished proofs use it too: located, proof by proof
+            return await self._lemma_by_lemma(
+                path, original, patched, names, declared_axioms, outstanding, checked
+            )
         if rest and not self._library_axioms(path, original, rest, checked.answers.libraries):
             base = await self.trust_base(path, original)
             if not base.compiled:
@@ -389,6 +395,20 @@ class CoqVerifier:
                 keys = asked.answers.each.get(name, frozenset({f"<missing {name}>"}))
                 uses[name] = open_holes_in(keys) if asked.compiled else frozenset(others)
         return uses
+
+    def _may_be_project_holes(self, keys: set[str], libraries: Sequence[str]) -> bool:
+        """Whether a key may name a hole of a project file the file loads (by its last
+        component: printed names may be short)."""
+        last = {key.rsplit(".", 1)[-1] for key in keys if " " not in key}
+        flags, cwd = self.project_holes.flags, self.project_holes.cwd
+        for module in libraries:
+            found = source_of(f"{module}._", flags, cwd)
+            if found is None:
+                continue
+            names = self.project_holes.holes_of(found[0])
+            if last & {name.rsplit(".", 1)[-1] for name in names}:
+                return True
+        return False
 
     def _library_axioms(
         self, path: Path, original: str, keys: set[str], libraries: Sequence[str]
