@@ -5,6 +5,7 @@ usage: python bench/stdlib_fill.py WORKDIR FILE.v... -- [orch fill options]
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -16,6 +17,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from proof_orchestrator.coq.holes import admit_proofs
 from proof_orchestrator.coq.project import load_coqproject
@@ -128,10 +131,15 @@ def main(argv: list[str]) -> int:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     sampler.start()
+    own = 0.0  # the orch process's own CPU (not its children's), read until it exits
     with report.open("w", encoding="utf-8") as out:
         process = subprocess.Popen(command, stdout=out)
+        watched = psutil.Process(process.pid)
         while process.poll() is None:
             _reap_others(process.pid)
+            with contextlib.suppress(psutil.Error):
+                times = watched.cpu_times()
+                own = times.user + times.system
             time.sleep(0.5)
     finished = process
     deadline = time.monotonic() + 30
@@ -155,6 +163,21 @@ def main(argv: list[str]) -> int:
         for c in copies
     }
     outcomes, strategies, unscored = _tally(fill)
+    files = fill.get("files", [])
+    attempts = sum(g.get("cpu_seconds", 0.0) for f in files for g in f.get("goals", []))
+    checks = sum(f.get("verify_cpu_seconds", 0.0) for f in files)
+    build = (fill.get("build") or {}).get("cpu_seconds", 0.0)
+    learning = (fill.get("learning") or {}).get("cpu_seconds", 0.0)
+    # where the process tree's CPU went; "other" is session loads (each goal's prefix,
+    # hammer's side sessions), rebuilds after writes and what the clock missed
+    split = {
+        "attempts": round(attempts, 1),
+        "checks": round(checks, 1),
+        "build": round(build, 1),
+        "learning": round(learning, 1),
+        "orchestrator_own": round(own, 1),
+        "other": round(cpu - attempts - checks - build - learning - own, 1),
+    }
     samples = sorted(sampler.samples)
     result = {
         "kind": "stdlib-fill",
@@ -173,6 +196,8 @@ def main(argv: list[str]) -> int:
         "prover_errors": outcomes.get("error", 0),
         "wall_seconds": round(wall, 1),
         "process_tree_cpu_seconds": round(cpu, 1),
+        "process_tree_cpu_split": split,
+        "process_tree_cpu_per_goal": round(cpu / max(hidden, 1), 2),
         "machine_busy_fraction": round((busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1e-9), 3),
         "machine_busy_p10_p50_p90": [
             round(samples[int(q * (len(samples) - 1))], 3) for q in (0.1, 0.5, 0.9)
