@@ -48,6 +48,9 @@ async def one_batch(file: Path, every: int, half: int, flags: list[str]) -> dict
         finally:
             await verifier.aclose()
         stem = f"{copy.stem}."
+        asked = [truth_audit.answers.each.get(name, frozenset({"<missing>"})) for name in batch]
+        if not truth_audit.compiled or any(k.startswith("<") for keys in asked for k in keys):
+            raise SystemExit(f"{file}: the per-proof Print Assumptions went unanswered")
         truth = {
             name: {
                 key.removeprefix(stem)

@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
     learning = (fill.get("learning") or {}).get("cpu_seconds", 0.0)
     # where the process tree's CPU went; "other" is session loads (each goal's prefix,
     # hammer's side sessions), rebuilds after writes and what the clock missed
-    split = {
+    cpu_split = {
         "attempts": round(attempts, 1),
         "checks": round(checks, 1),
         "build": round(build, 1),
@@ -196,7 +196,7 @@ def main(argv: list[str]) -> int:
         "prover_errors": outcomes.get("error", 0),
         "wall_seconds": round(wall, 1),
         "process_tree_cpu_seconds": round(cpu, 1),
-        "process_tree_cpu_split": split,
+        "process_tree_cpu_split": cpu_split,
         "process_tree_cpu_per_goal": round(cpu / max(hidden, 1), 2),
         "machine_busy_fraction": round((busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1e-9), 3),
         "machine_busy_p10_p50_p90": [

@@ -10,11 +10,13 @@ import pytest
 
 from proof_orchestrator.coq.attribution import (
     attribute_holes,
+    declarations,
     declares_type_family,
     namespace_entries,
 )
 from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.syntax import one_sentence
+from proof_orchestrator.coq.inline_audit import Trace, plan_audit
+from proof_orchestrator.coq.syntax import one_sentence, split_sentences
 from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.provers.base import Verdict
 
@@ -187,7 +189,7 @@ async def test_a_proof_after_a_type_family_gets_its_own_walk(
     uses, verifier, texts = await _check(write_v, ["g2", "g5"])
     assert uses == {"g5": ["h1"]}
     assert verifier.compilations == 2
-    assert "Print Assumptions g5." in texts[-1] or "OrchCheck.F.g5." in texts[-1]
+    assert "Print Assumptions OrchCheck.F.g5." in texts[-1]
 
 
 # Ways a printed term hides what a proof rests on (found by a review, each confirmed
@@ -277,3 +279,41 @@ async def test_a_hole_hidden_from_the_printed_term_is_still_found(
     assert result.verdict is Verdict.ACCEPTED, result.detail
     uses = {name: [use.label for use in found] for name, found in result.holes_used.items()}
     assert uses == {name: ["h"] for name in proofs}
+
+
+async def test_an_error_on_a_line_the_trace_wrote_on_is_the_proofs_own(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """The proof of ``g2`` does not end (``Qed`` on the line where its term is printed):
+    the check says so in one compile, at that line, and does not blame the trace."""
+    original = FILE.replace(
+        "Lemma g1", "Lemma early_one : 1 = 1.\nProof. reflexivity. Qed.\nLemma g1"
+    )
+    path = write_v("F.v", original)
+    patched = original.replace(
+        "Lemma g2 : 3 = 3.\nAdmitted.", "Lemma g2 : 3 = 3.\nProof. idtac. Qed."
+    )
+    goals = [h.goal for h in scan_coq_text(path, original) if h.goal.name == "g2"]
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(path, original, patched, goals)
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.DOES_NOT_COMPILE
+    assert result.error_line == patched.splitlines().index("Proof. idtac. Qed.") + 1
+    assert verifier.compilations == 1
+
+
+def test_a_trace_command_is_found_by_the_bytes_coqc_reports(tmp_path: Path) -> None:
+    """coqc reports an error's place in bytes; the trace's commands are found by them
+    after a multibyte character on the same line."""
+    text = "Lemma h : True.\nAdmitted.\nDefinition d := fun (λ : nat) => λ.\n"
+    path = tmp_path / "U.v"
+    (declared,) = declarations(split_sentences(text))
+    plan = plan_audit(path, text, trace=Trace(0, [declared]))
+    line = plan.text.splitlines()[2]
+    at = line.encode().index(b"Print d.")
+    command = plan.traced_at(3, at)
+    assert command is not None
+    assert command.prints == "d"
+    assert plan.traced_at(3, line.encode().index(b"fun")) is None

@@ -270,7 +270,7 @@ async def test_an_imported_hole_is_reported_even_where_finished_proofs_use_it(
 ) -> None:
     """C.v's finished ``early`` already rests on the hole ``b`` of B.v; a proof of ``c``
     that uses ``b`` too still rests on a hole (the trust base never covers one)."""
-    b, c = _project(tmp_path)
+    _, c = _project(tmp_path)
     text = (
         "Require Import Lib.B.\n\nLemma early : 0 + 0 = 0.\nProof. apply b. Qed.\n\n"
         "Lemma c : forall n : nat, (n + 0) + 0 = n.\nAdmitted.\n"

@@ -19,12 +19,15 @@ the file's constants declared later; a hole reached is a hole used.
 
 The reading gives up on a proof (it is then asked with ``Print
 Assumptions`` on its own) when the walk reaches a constant of the file that
-was not printed (a definition, an instance, an eliminator), one printed
-without a body (a sealed module's lemma hides its proof), or when a type
-family or module application is declared after the first open hole (a
-constructor's type is never printed with the terms that use it). Reading an
-identifier as a constant it cannot name is harmless: it can only make a
-proof look like it uses a hole, never the reverse.
+was not printed (an unnamed instance, an eliminator), or one printed without a
+body; and for a proof that ends after a type family, a sealed, applied or
+included module, ``Function`` or a plugin's command declared after the first
+open hole (a constructor's type is never printed with the terms that use it;
+a sealed module hides its members). A section's constants are printed again
+after the section closes, where the types of the section variables they use
+and the ``Let``s they unfold show. Reading an identifier as a constant it
+cannot name is harmless: it can only make a proof look like it uses a hole,
+never the reverse.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .holes import LEMMA_KEYWORDS, module_parameters, opened_module, strip_modifiers
-from .syntax import Sentence, sentence_keyword, split_top_level
+from .syntax import Sentence, sentence_keyword, split_sentences, split_top_level
 
 __all__ = [
     "Attribution",
@@ -43,6 +46,7 @@ __all__ = [
     "declarations",
     "declares_type_family",
     "namespace_entries",
+    "read_uses",
     "stray_families",
 ]
 
@@ -283,3 +287,43 @@ def _reach(
                     seen.add(constant)
                     stack.append(constant)
     return frozenset(used)
+
+
+def read_uses(
+    text: str,
+    proofs: Sequence[str],
+    lemma_ends: Mapping[str, int],
+    printed: Mapping[str, str],
+    namespace: frozenset[str],
+    namespace_before: frozenset[str],
+    before: int,
+    holes: frozenset[str],
+    root: Sequence[str],
+) -> dict[str, frozenset[str]]:
+    """Per proof of ``proofs`` that can be read, the ``holes`` it uses (the module
+    docstring): from what a check printed of ``text``, whose first open hole's
+    statement starts at ``before``. ``lemma_ends``: where each lemma's proof ends.
+
+    What the text declares counts as the file's constants too (a constant missed by
+    the listing would be a hole missed), and never as declared before the first open
+    hole when it comes after it. Proofs that end after a type family declared after
+    that hole are not read, nor any proof after it when an eliminator shows a family
+    the scan did not see.
+    """
+    sentences = split_sentences(text)
+    declared = {d.qualified: d.end for d in declarations(sentences)}
+    declared.update(lemma_ends)
+    later = {name for name, end in declared.items() if end > before} | holes
+    clean = namespace_before - later
+    families = [sentence for sentence in sentences if declares_type_family(sentence)]
+    first_family = next((s.start for s in families if s.start >= before), None)
+    if stray_families(namespace, frozenset(clean | set(declared)), families):
+        proofs = [name for name in proofs if name in clean]
+    elif first_family is not None:
+        proofs = [
+            name
+            for name in proofs
+            if name in clean or declared.get(name, first_family) < first_family
+        ]
+    found = attribute_holes(proofs, printed, namespace | set(declared) | holes, clean, holes, root)
+    return found.uses

@@ -53,8 +53,10 @@ _OUTPUT = "orch-audit"
 #: the definition whose assumptions are the union's (a name no file uses)
 _UNION = "orch_audit_union__"
 _TRUE = "Coq.Init.Logic.True"
-#: printed terms are never cut short (``Printing Depth`` is 50 boxes by default)
+#: printed terms are never cut short (``Printing Depth`` is 50 boxes by default, and
+#: is set back to that after each term)
 _DEPTH = 1_000_000_000
+_DEFAULT_DEPTH = 50
 _I = "Coq.Init.Logic.I"
 
 
@@ -75,7 +77,8 @@ class AuditAnswers:
     #: the end (None when not asked or not answered)
     namespace_before: frozenset[str] | None = None
     namespace: frozenset[str] | None = None
-    #: with a :class:`Trace`: ``Print`` output per lemma printed
+    #: with a :class:`Trace`: ``Print`` output per constant printed (a section's: both
+    #: prints, in the section and at the end)
     printed: dict[str, str] = field(default_factory=dict)
 
 
@@ -88,6 +91,17 @@ class Trace:
     before: int
     #: the constants whose terms are printed, each right after its declaration
     terms: Sequence[Declaration] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TracedCommand:
+    """A command of the trace inserted in the text: its line, its bytes in the line, and
+    the constant it prints ("" for the listing before the first open hole)."""
+
+    line: int
+    start: int
+    end: int
+    prints: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +118,15 @@ class AuditPlan:
     questions: Mapping[str, tuple[str, ...]]
     #: qualified name -> (name as written, offset after its proof): the file's lemmas
     lemmas: Mapping[str, tuple[str, int]]
+    #: where the trace's commands sit in :attr:`text`
+    traced: tuple[TracedCommand, ...] = ()
+
+    def traced_at(self, line: int | None, start: int | None) -> TracedCommand | None:
+        """The trace's command an error at ``line`` (byte ``start`` in it) falls in."""
+        for command in self.traced:
+            if command.line == line and start is not None and command.start <= start < command.end:
+                return command
+        return None
 
     def answers(self, folder: Path, *, complete: bool = True) -> AuditAnswers:
         """The answers written into ``folder`` by a compile of :attr:`text` there.
@@ -232,24 +255,25 @@ def plan_audit(
         tail.insert(0, f"Definition {_UNION} : {_TRUE} := {lets}{_I}.")
         tail.insert(1, f'Redirect "{output}" Print Assumptions {_UNION}.')
         questions[output] = ("union", ",".join(together))
-    # on the lines where they go: no line of the text moves
-    pieces = {end: f" {' '.join(asked)}" for end, asked in inserts.items()}
+    # on the lines where they go: no line of the text moves. Each inserted command is
+    # kept with what it asks for the trace (None: a question of the audit itself)
+    pieces: dict[int, list[tuple[str, str | None]]] = {
+        end: [(f" {command}", None) for command in asked] for end, asked in inserts.items()
+    }
     if trace is not None:
         output = f"{_OUTPUT}-namespace-before"
         listed = f'Redirect "{output}" Print Namespace {module}. '
-        pieces[trace.before] = listed + pieces.get(trace.before, "")
+        pieces.setdefault(trace.before, []).insert(0, (listed, ""))
         questions[output] = ("namespace-before", "")
         for number, term in enumerate(trace.terms):
             output = f"{_OUTPUT}-term-{number}"
             printed = (
                 f' Set Printing All. Set Printing Depth {_DEPTH}. Redirect "{output}" '
-                f"Print {term.name}. Unset Printing All."
+                f"Print {term.name}. Unset Printing All. Set Printing Depth {_DEFAULT_DEPTH}."
             )
-            pieces[term.end] = pieces.get(term.end, "") + printed
+            pieces.setdefault(term.end, []).append((printed, term.qualified))
             questions[output] = ("term", term.qualified)
-    audited = text
-    for offset in sorted(pieces, reverse=True):
-        audited = f"{audited[:offset]}{pieces[offset]}{audited[offset:]}"
+    audited, traced = _insert(text, pieces)
     output = f"{_OUTPUT}-libraries"
     tail.append(f'Redirect "{output}" Print Libraries.')
     questions[output] = ("libraries", "")
@@ -266,4 +290,32 @@ def plan_audit(
             tail.append(f'Redirect "{output}" Print {module}.{term.qualified}.')
             questions[output] = ("term-end", term.qualified)
     audited = audited + "\n" + "\n".join(tail) + "\n"
-    return AuditPlan(path, audited, text.count("\n") + 1, questions, lemmas)
+    return AuditPlan(path, audited, text.count("\n") + 1, questions, lemmas, traced)
+
+
+def _insert(
+    text: str, pieces: Mapping[int, Sequence[tuple[str, str | None]]]
+) -> tuple[str, tuple[TracedCommand, ...]]:
+    """``text`` with each piece's commands inserted at its offset, and where the trace's
+    commands ended up (line, and bytes in the line, as coqc reports an error)."""
+    parts: list[str] = []
+    traced: list[TracedCommand] = []
+    done = 0
+    line, line_start = 1, ""  # the current line's text so far, for byte columns
+    for offset in sorted(pieces):
+        chunk = text[done:offset]
+        parts.append(chunk)
+        if "\n" in chunk:
+            line += chunk.count("\n")
+            line_start = chunk.rsplit("\n", 1)[1]
+        else:
+            line_start += chunk
+        done = offset
+        for command, asks in pieces[offset]:
+            start = len(line_start.encode())
+            parts.append(command)
+            line_start += command
+            if asks is not None:
+                traced.append(TracedCommand(line, start, len(line_start.encode()), asks))
+    parts.append(text[done:])
+    return "".join(parts), tuple(traced)

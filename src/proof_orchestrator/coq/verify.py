@@ -41,12 +41,7 @@ from ..goals import Goal, HoleUse
 from ..project.statedir import ScratchFolder
 from ..provers.base import Verdict, VerificationResult
 from ..provers.process import run_command
-from .attribution import (
-    attribute_holes,
-    declarations,
-    declares_type_family,
-    stray_families,
-)
+from .attribution import declarations, read_uses
 from .audit import (
     LOGICAL_ROOT,
     ProjectHoles,
@@ -170,27 +165,29 @@ class CoqVerifier:
     ) -> _Audited:
         """One compile of ``text`` with the questions of :mod:`.inline_audit` in it.
 
-        A compile with a ``trace`` that fails on a line the trace wrote on, or after
-        the text, is done again without it: what failed may be one of its questions.
+        A compile with a ``trace`` that fails inside one of the trace's commands is done
+        again without that command (a constant printed where it does not exist), or
+        without the trace when the error is after the text or has no place; an error
+        anywhere else in the text is the text's own.
         """
         plan = plan_audit(path, text, union=union, each=each, locate=locate, trace=trace)
         build = await self._build(path, plan.text)
         if build.ok:
             return _Audited(True, build, plan.answers(build.directory))
-        line = first_error(build.output).line
-        if trace is not None and line is not None and line in _lines(text, trace):
-            # a constant printed on that line may not exist there (made later, or not
-            # made at all): the same without what was printed on that line
-            kept = [t for t in trace.terms if text.count("\n", 0, t.end) + 1 != line]
-            if len(kept) < len(trace.terms):
+        error = first_error(build.output)
+        line = error.line
+        if trace is not None:
+            failed = plan.traced_at(line, error.start)
+            if failed is not None and failed.prints:
+                # that constant does not exist where it was printed (made later, or
+                # not at all): the same without it
+                kept = [term for term in trace.terms if term.qualified != failed.prints]
                 lesser = Trace(trace.before, kept)
                 return await self._audit(
                     path, text, union=union, each=each, locate=locate, trace=lesser
                 )
-        if trace is not None and (
-            line is None or line > plan.text_lines or line in _lines(text, trace)
-        ):
-            return await self._audit(path, text, union=union, each=each, locate=locate)
+            if failed is not None or line is None or line > plan.text_lines:
+                return await self._audit(path, text, union=union, each=each, locate=locate)
         if line is None or line <= plan.text_lines:
             return _Audited(False, build, AuditAnswers())  # the text itself does not compile
         # the text compiled, but a name could not be asked at its end: ask each question
@@ -272,7 +269,6 @@ class CoqVerifier:
         stem = path.stem
         open_keys = {f"{stem}.{name}" for name in others}
         rest = outstanding - open_keys
-        trusted: frozenset[str] = frozenset()
         if rest and not rest & checked.answers.union:
             # only a functor's lemmas (asked after their proofs) left something: most
             # often its parameter's members printed short, which locating settles
@@ -300,6 +296,10 @@ class CoqVerifier:
         if not outstanding & open_keys:
             return VerificationResult(Verdict.ACCEPTED, cpu_seconds=build.cpu_seconds)
         uses = await self._hole_uses(path, patched, names, others, own_keys, checked, trace)
+        if uses is None:  # a proof's own answer is missing: judged lemma by lemma
+            return await self._lemma_by_lemma(
+                path, original, patched, names, declared_axioms, outstanding, checked
+            )
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
         return VerificationResult(
             Verdict.ACCEPTED,
@@ -340,9 +340,10 @@ class CoqVerifier:
         own_keys: Mapping[str, set[str]],
         checked: _Audited,
         trace: Trace | None,
-    ) -> dict[str, frozenset[str]]:
+    ) -> dict[str, frozenset[str]] | None:
         """Per goal, the file's open holes its proof uses: read from the printed terms
-        where they can be read, else asked of each proof on its own (one compile)."""
+        where they can be read (:func:`.attribution.read_uses`), else asked of each
+        proof on its own (one compile). None when an answer is missing."""
         stem = path.stem
         parameters = functor_parameters(patched)
 
@@ -350,50 +351,36 @@ class CoqVerifier:
             short = (key.removeprefix(f"{stem}.") for key in keys)
             return frozenset(name for name in short if name in others)
 
-        uses: dict[str, frozenset[str]] = {}
         # a functor's lemmas were asked on their own, after their proofs
+        uses = {name: open_holes_in(own_keys.get(name, ())) for name in names if name in parameters}
         readable = [name for name in names if name not in parameters]
-        for name in names:
-            if name in parameters:
-                uses[name] = open_holes_in(own_keys.get(name, ()))
         answers = checked.answers
-        unreadable = set(readable)
         listed = answers.namespace is not None and answers.namespace_before is not None
         if trace is not None and listed:
-            # what the file declares, as its text says, counts as its constants too (a
-            # constant missed by the listing would be a hole missed), and never as
-            # declared before the first open hole when it comes after it
-            ends = lemma_ends(path, patched)
-            declared = {d.qualified: d.end for d in declarations(split_sentences(patched))}
-            declared.update((name, end) for name, (_, end) in ends.items())
-            later = {name for name, end in declared.items() if end > trace.before} | others
-            clean = (answers.namespace_before or frozenset()) - later
-            families = [s for s in split_sentences(patched) if declares_type_family(s)]
-            entries = answers.namespace or frozenset()
-            if stray_families(entries, frozenset(clean | set(declared)), families):
-                # an inductive family made by a command the scan does not know: only
-                # what comes before the first open hole is read
-                to_read = [name for name in readable if name in clean]
-            else:
-                to_read = readable
-            attribution = attribute_holes(
-                to_read,
+            ends = {name: end for name, (_, end) in lemma_ends(path, patched).items()}
+            read = read_uses(
+                patched,
+                readable,
+                ends,
                 answers.printed,
-                (answers.namespace or frozenset()) | set(declared) | others,
-                clean,
+                answers.namespace or frozenset(),
+                answers.namespace_before or frozenset(),
+                trace.before,
                 frozenset(others),
                 (LOGICAL_ROOT, stem),
             )
-            after = _first_type_family(patched, trace.before)
-            for name, found in attribution.uses.items():
-                if after is None or ends.get(name, ("", 0))[1] < after:
-                    uses[name] = found
-            unreadable = set(readable) - set(uses)
+            # the union says which open holes the batch uses: a reading that does not
+            # account for every one of them was wrong somewhere
+            if open_holes_in(answers.union) <= set().union(*read.values()):
+                uses.update(read)
+        unreadable = sorted(name for name in readable if name not in uses)
         if unreadable:
-            asked = await self._audit(path, patched, each=sorted(unreadable))
+            asked = await self._audit(path, patched, each=unreadable)
             for name in unreadable:
-                keys = asked.answers.each.get(name, frozenset({f"<missing {name}>"}))
-                uses[name] = open_holes_in(keys) if asked.compiled else frozenset(others)
+                keys = asked.answers.each.get(name)
+                if not asked.compiled or keys is None or any(k.startswith("<") for k in keys):
+                    return None
+                uses[name] = open_holes_in(keys)
         return uses
 
     def _may_be_project_holes(self, keys: set[str], libraries: Sequence[str]) -> bool:
@@ -440,6 +427,7 @@ class CoqVerifier:
     ) -> VerificationResult:
         """Step (3) of :meth:`verify`: each goal's assumptions against its statement's.
 
+        ``unknown``: what the first compile's answers hold that is not settled yet.
         What the printed names are is settled first (located, a library's axiom, a
         functor's parameter, a hole); the original's trust base and the statements'
         assumptions (a compile of the original, kept from step (2) when it ran) are
@@ -520,7 +508,13 @@ class CoqVerifier:
                             "the original file does not compile: " + base.build.output[-1000:],
                         )
                     trusted = self._trusted(path, original, base)
-                before = base.answers.each.get(name, frozenset())
+                # a missing answer of the original explains nothing (it would match the
+                # patched text's own missing answer)
+                before = {
+                    key
+                    for key in base.answers.each.get(name, frozenset())
+                    if not key.startswith("<")
+                }
                 if printed in (set(before) | trusted) - {own, name}:
                     continue
                 # named in full when it was located outside the file
@@ -560,19 +554,3 @@ class CoqVerifier:
         """An axiom an installed library declares, and no constant of the project."""
         inside = source_of(full, self.project_holes.flags, self.project_holes.cwd)
         return self.trust_library_axioms and inside is None and library_axiom(full)
-
-
-def _first_type_family(text: str, start: int) -> int | None:
-    """The offset of the first sentence from ``start`` on that declares what a printed
-    term does not show (:func:`.attribution.declares_type_family`), or None."""
-    for sentence in split_sentences(text):
-        if sentence.start >= start and declares_type_family(sentence):
-            return sentence.start
-    return None
-
-
-def _lines(text: str, trace: Trace) -> set[int]:
-    """The lines of ``text`` on which ``trace`` puts its questions."""
-    return {
-        text.count("\n", 0, offset) + 1 for offset in (trace.before, *(t.end for t in trace.terms))
-    }

@@ -151,7 +151,8 @@ class _AttemptAccount:
         It counts in the bandit as a censored failure (it did not win in the time it
         had): the explore rule (:func:`.scheduler.shares.plan_pass`) counts attempts
         as the ledger shows them, and a cancelled one would otherwise let a pass plan
-        one attempt more than the rule allows.
+        one attempt more than the rule allows. That holds whatever cancelled it: a
+        winner, Ctrl-C, or a cluster executor that reports no CPU (``cpu`` 0).
         """
         spent = StrategyResult(Outcome.CANCELLED, (), 0, cpu, time.monotonic() - self.started)
         stats = self.runner.bandit.update(
