@@ -401,19 +401,26 @@ class CoqVerifier:
         self, path: Path, original: str, keys: set[str], libraries: Sequence[str]
     ) -> bool:
         """Whether every key is an installed library's axiom, known by its printed name
-        (:func:`~.audit.library_axiom_named`): accepted without the trust base."""
-        if not self.trust_library_axioms:
+        (:meth:`_named_library_axioms`): accepted without the trust base."""
+        if any(" " in key or key.startswith(("<", f"{path.stem}.")) for key in keys):
             return False
+        named = self._named_library_axioms(original, keys, libraries)
+        return len(named) == len(keys) and all(map(self._library_axiom, named.values()))
+
+    def _named_library_axioms(
+        self, original: str, keys: Iterable[str], libraries: Sequence[str]
+    ) -> dict[str, str]:
+        """The keys that are a loaded library's axiom printed short, with its full name
+        (:func:`~.audit.library_axiom_named`; ``Locate lor.`` is a syntax error after
+        ``Import Sint63``); none when library axioms are not trusted."""
+        keys = list(keys)
+        if not self.trust_library_axioms or not keys:
+            return {}
         flags, cwd = self.project_holes.flags, self.project_holes.cwd
         sources = [(module, module_source(module, flags, cwd)) for module in libraries]
         texts = self._texts(original, libraries)
-        for key in keys:
-            if " " in key or key.startswith(("<", f"{path.stem}.")):
-                return False
-            full = library_axiom_named(key, sources, texts)
-            if full is None or not self._library_axiom(full):
-                return False
-        return True
+        found = {key: library_axiom_named(key, sources, texts) for key in keys}
+        return {key: full for key, full in found.items() if full is not None}
 
     async def _lemma_by_lemma(
         self,
@@ -441,16 +448,8 @@ class CoqVerifier:
             for key in unknown
             if " " not in key and not key.startswith(("<", f"{stem}."))  # the file's own: known
         )
-        # a library's axiom printed short is known by its name (``Locate lor.`` is a syntax
-        # error after ``Import Sint63``); the others are located in the file
-        by_name: dict[str, str] = {}
-        if self.trust_library_axioms and names_of_constants:
-            flags, cwd = self.project_holes.flags, self.project_holes.cwd
-            sources = [(module, module_source(module, flags, cwd)) for module in libraries]
-            texts = self._texts(original, libraries)
-            for key in names_of_constants:
-                if (full := library_axiom_named(key, sources, texts)) is not None:
-                    by_name[key] = full
+        # a library's axiom printed short is known by its name; the others are located
+        by_name = self._named_library_axioms(original, names_of_constants, libraries)
         to_locate = [key for key in names_of_constants if key not in by_name]
         checked = first
         after = dict(first.answers.each)
