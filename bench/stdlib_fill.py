@@ -168,15 +168,28 @@ def main(argv: list[str]) -> int:
     checks = sum(f.get("verify_cpu_seconds", 0.0) for f in files)
     build = (fill.get("build") or {}).get("cpu_seconds", 0.0)
     learning = (fill.get("learning") or {}).get("cpu_seconds", 0.0)
-    # where the process tree's CPU went; "other" is session loads (each goal's prefix,
-    # hammer's side sessions), rebuilds after writes and what the clock missed
+    processes = fill.get("prover_processes") or {}
+    starts = processes.get("start_cpu_seconds", 0.0)
+    loads = processes.get("load_cpu_seconds", 0.0)
+    # what the prover processes used besides their starts, loads and attempts: queries
+    # between attempts, the end of a cancelled request, ATPs a timeout left running
+    sessions_rest = max(
+        processes.get("closed_lifetime_cpu_seconds", 0.0) - starts - loads - attempts, 0.0
+    )
+    # where the process tree's CPU went; "other" is what none of these saw: rebuilds
+    # after writes, CoqHammer's ATPs that outlived their coqtop, what the clock missed
     cpu_split = {
         "attempts": round(attempts, 1),
         "checks": round(checks, 1),
         "build": round(build, 1),
         "learning": round(learning, 1),
         "orchestrator_own": round(own, 1),
-        "other": round(cpu - attempts - checks - build - learning - own, 1),
+        "session_starts": round(starts, 1),
+        "session_loads": round(loads, 1),
+        "sessions_rest": round(sessions_rest, 1),
+        "other": round(
+            cpu - attempts - checks - build - learning - own - starts - loads - sessions_rest, 1
+        ),
     }
     samples = sorted(sampler.samples)
     result = {

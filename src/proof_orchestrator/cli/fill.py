@@ -16,6 +16,7 @@ from ..backends import project_builders
 from ..errors import OrchError
 from ..goals import Outcome
 from ..learn import MINING
+from ..provers.accounting import PROVER_PROCESSES
 from ..run.pipeline import FileStatus, FillReport, fill
 from ..workflows.background import run_background
 from ..workflows.blueprint import critical_path_weights
@@ -77,6 +78,8 @@ def fill_json(report: FillReport) -> dict[str, Any]:
         "wall_seconds": round(report.wall_seconds, 3),
         # what learning from the visible proofs cost this process (mining, the cache)
         "learning": MINING.as_dict(),
+        # what the prover processes cost outside attempts: starts, loads up to each hole
+        "prover_processes": PROVER_PROCESSES.as_dict(),
         # per strategy: goal passes it was planned in, explored in, or rested from (no win yet)
         "strategy_plan": report.strategy_plan,
         "files": [

@@ -42,6 +42,7 @@ from ..errors import (
     SessionClosed,
     SourceSyntaxError,
 )
+from ..provers.accounting import PROVER_PROCESSES
 from ..provers.process import TRAFFIC, CpuReader, DescendantMeter, spawn, stop_process
 from .syntax import one_sentence
 
@@ -271,6 +272,8 @@ class CoqTop:
         except ProverCrashed as exc:
             raise ProverStartError(f"coqtop exited at start-up: {exc}") from exc
         self.current = first.state
+        PROVER_PROCESSES.started += 1
+        PROVER_PROCESSES.start_cpu_seconds += self.refresh_cpu()
 
     async def aclose(self) -> None:
         """Stop the process. Idempotent."""
@@ -280,6 +283,8 @@ class CoqTop:
         self.state = CoqTopState.CLOSED
         if self._proc is not None:
             await stop_process(self._proc)
+            PROVER_PROCESSES.closed += 1
+            PROVER_PROCESSES.closed_lifetime_cpu_seconds += self._last_cpu
         if self._cpu is not None:
             self._cpu.close()
 

@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import PrefixError, SessionClosed
+from ..provers.accounting import PROVER_PROCESSES
 from ..provers.settings import CoqSettings
 from .backto import back_to
 from .coqtop import CoqTop
@@ -171,6 +172,14 @@ class ProcessPool:
     async def load(self, top: CoqTop, prefix: Sequence[str]) -> int:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
         loaded = self._loaded[id(top)]
+        cpu_before = top.refresh_cpu()
+        try:
+            return await self._load(top, loaded, prefix)
+        finally:
+            PROVER_PROCESSES.loads += 1
+            PROVER_PROCESSES.load_cpu_seconds += max(top.refresh_cpu() - cpu_before, 0.0)
+
+    async def _load(self, top: CoqTop, loaded: _Loaded, prefix: Sequence[str]) -> int:
         common = loaded.common(prefix)
         target = loaded.states[common - 1] if common else loaded.base
         # forget the states past ``target`` before going back, not after: a request
@@ -185,6 +194,7 @@ class ProcessPool:
         # the rest of the prefix goes in one write (one round trip, not one per sentence);
         # a sentence that fails leaves the state number where it was
         codes = prefix[common:]
+        PROVER_PROCESSES.sentences_loaded += len(codes)
         replies = await top.send_many(codes, self.settings.load_timeout, measure=False)
         before = target
         for code, reply in zip(codes, replies, strict=True):

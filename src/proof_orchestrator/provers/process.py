@@ -16,14 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import resource
 import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import psutil
@@ -407,38 +410,77 @@ class CompletedRun:
     wall_seconds: float
 
 
+#: runs ``"$@"`` and writes, with the shell's ``times``, the CPU of what it ran (its
+#: reaped children: the command and anything the command reaped) to the file ``$1``
+_TIMED = 'out=$1; shift; "$@"; status=$?; times >"$out"; exit $status'
+
+#: one line of ``times``: user and system time, ``0m1.240000s 0m0.380000s`` (dash; bash
+#: prints three decimals)
+_TIMES_LINE = re.compile(r"(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s")
+
+
+def _children_cpu(times_output: str) -> float | None:
+    """The children's user + system seconds from ``times`` output (its second line)."""
+    lines = [line for line in times_output.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return None
+    found = _TIMES_LINE.search(lines[1])
+    if found is None:
+        return None
+    user = int(found[1]) * 60 + float(found[2])
+    system = int(found[3]) * 60 + float(found[4])
+    return user + system
+
+
 async def run_command(
     argv: Sequence[str], *, cwd: str | None = None, timeout: float, input_text: str | None = None
 ) -> CompletedRun:
     """Run a batch command to completion with a wall-clock limit.
 
-    CPU time is the growth of this process's ``RUSAGE_CHILDREN`` (user +
-    system time of reaped children) across the run. It is exact while batch
-    commands run one at a time, as they do in the pipeline today; if several
-    ran concurrently, each would also be charged for the others that ended
-    meanwhile.
+    CPU time is the command's own: a ``sh`` started in front of it reports,
+    with ``times``, the user + system time of the children it reaped (the
+    command, and what the command reaped). Prover processes of other work that
+    end meanwhile are not counted, as they were when the run was charged the
+    growth of this process's ``RUSAGE_CHILDREN`` (a check that ran beside
+    hammer attempts was charged their ATPs). That growth is still the fallback
+    when the shell's report cannot be read.
     """
+    program = resolve(argv[0])
+    handle, times_path = tempfile.mkstemp(prefix="orch-times-", suffix=".txt")
+    os.close(handle)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    proc = await spawn(argv, cwd=cwd)
     try:
-        stdout, _ = await asyncio.wait_for(
-            proc.communicate(input_text.encode() if input_text is not None else None), timeout
-        )
-    except TimeoutError as exc:
-        await stop_process(proc)
-        raise ProverHung(f"{argv[0]} did not finish within {timeout:.0f}s and was killed") from exc
-    except BaseException:
-        await stop_process(proc)
-        raise
-    _LIVE.pop(proc.pid, None)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    returncode = proc.returncode if proc.returncode is not None else await proc.wait()
+        proc = await spawn(["sh", "-c", _TIMED, "sh", times_path, program, *argv[1:]], cwd=cwd)
+        try:
+            stdout, _ = await asyncio.wait_for(
+                proc.communicate(input_text.encode() if input_text is not None else None),
+                timeout,
+            )
+        except TimeoutError as exc:
+            await stop_process(proc)
+            raise ProverHung(
+                f"{argv[0]} did not finish within {timeout:.0f}s and was killed"
+            ) from exc
+        except BaseException:
+            await stop_process(proc)
+            raise
+        _LIVE.pop(proc.pid, None)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        returncode = proc.returncode if proc.returncode is not None else await proc.wait()
+        try:
+            own = _children_cpu(Path(times_path).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            own = None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(times_path)
+    if own is None:
+        own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return CompletedRun(
         returncode=returncode,
         output=stdout.decode(errors="replace"),
-        cpu_seconds=max(cpu, 0.0),
+        cpu_seconds=max(own, 0.0),
         wall_seconds=time.monotonic() - started,
     )
 

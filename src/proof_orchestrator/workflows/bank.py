@@ -28,6 +28,7 @@ from ..errors import PathNotFound
 from ..goals import Outcome
 from ..learn import MINING
 from ..ledger import Ledger
+from ..provers.accounting import PROVER_PROCESSES
 from ..provers.process import TRAFFIC
 from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
 from ..scheduler.governor import CpuGovernor, trace_summary
@@ -227,6 +228,7 @@ async def run_bank(
         ),
     }
     result["learning"] = MINING.as_dict()
+    result["prover_processes"] = PROVER_PROCESSES.as_dict()
     out = out_dir / f"{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return result, out

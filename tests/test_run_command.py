@@ -1,0 +1,58 @@
+"""``run_command``: a batch command's code, output and its own CPU time."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from proof_orchestrator.errors import ProverHung
+from proof_orchestrator.provers.process import _children_cpu, run_command, spawn
+
+#: burns about ``n`` CPU seconds, then exits with code 3
+BURN = (
+    "import sys, time\n"
+    "n = float(sys.argv[1]); t = time.process_time()\n"
+    "while time.process_time() - t < n: pass\n"
+    "print('burnt'); sys.exit(3)\n"
+)
+
+
+def test_code_output_and_input_come_back() -> None:
+    script = "import sys; print(sys.stdin.read().upper()); sys.exit(4)"
+    run = asyncio.run(run_command([sys.executable, "-c", script], timeout=30, input_text="coq"))
+    assert (run.returncode, run.output.strip()) == (4, "COQ")
+
+
+def test_the_command_is_charged_its_own_cpu() -> None:
+    run = asyncio.run(run_command([sys.executable, "-c", BURN, "0.6"], timeout=30))
+    assert run.returncode == 3
+    assert run.output.strip() == "burnt"
+    assert 0.5 <= run.cpu_seconds <= 1.5
+
+
+def test_another_process_that_ends_meanwhile_is_not_charged() -> None:
+    """A prover reaped while the command runs (a hammer attempt's, beside a check)
+    was charged to the command when its CPU was this process's RUSAGE_CHILDREN."""
+
+    async def both() -> float:
+        other = await spawn([sys.executable, "-c", BURN, "1.0"])
+        run = await run_command([sys.executable, "-c", "import time; time.sleep(2.5)"], timeout=30)
+        assert other.returncode == 3  # it ended, and was reaped, during the command
+        return run.cpu_seconds
+
+    assert asyncio.run(both()) < 0.4
+
+
+def test_a_hung_command_is_killed() -> None:
+    with pytest.raises(ProverHung):
+        asyncio.run(run_command([sys.executable, "-c", "import time; time.sleep(30)"], timeout=1))
+
+
+def test_times_output_of_dash_and_bash() -> None:
+    assert _children_cpu("0m0.010000s 0m0.000000s\n1m2.500000s 0m0.250000s\n") == pytest.approx(
+        62.75
+    )
+    assert _children_cpu("0m0.001s 0m0.002s\n0m1.240s 0m0.380s\n") == pytest.approx(1.62)
+    assert _children_cpu("") is None
