@@ -60,8 +60,15 @@ def _become_subreaper() -> bool:
         return False
 
 
+#: CPU seconds of the orphans reaped here, by command name (CoqHammer's ATPs that outlived
+#: their coqtop, say): they are in the process tree's CPU, and in no figure orch reports
+ORPHAN_CPU: dict[str, float] = {}
+
+
 def _reap_others(keep: int | None) -> int:
-    """Reap this process's exited children other than ``keep``; how many children are left."""
+    """Reap this process's exited children other than ``keep``; how many children are left.
+
+    Each one reaped adds its CPU to :data:`ORPHAN_CPU` under its command name."""
     children: list[int] = []
     for task in Path("/proc/self/task").iterdir():
         try:
@@ -73,11 +80,17 @@ def _reap_others(keep: int | None) -> int:
         if pid == keep:
             continue
         try:
-            done, _ = os.waitpid(pid, os.WNOHANG)
+            name = Path(f"/proc/{pid}/comm").read_text().strip()
+        except OSError:
+            name = "?"
+        try:
+            done, _, usage = os.wait4(pid, os.WNOHANG)
         except ChildProcessError:
             continue
         if done == 0:
             left += 1
+        else:
+            ORPHAN_CPU[name] = ORPHAN_CPU.get(name, 0.0) + usage.ru_utime + usage.ru_stime
     return left
 
 
@@ -219,6 +232,7 @@ def main(argv: list[str]) -> int:
         else [],
         "cores": os.cpu_count(),
         "orphans_reaped_here": subreaper,
+        "orphan_cpu_by_command": {k: round(v, 1) for k, v in sorted(ORPHAN_CPU.items())},
         "compiles": compiles,
         "work": str(work),
     }

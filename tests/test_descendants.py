@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 
-from proof_orchestrator.provers.process import CpuReader, _descendants, descendants_cpu_seconds
+from proof_orchestrator.provers.process import (
+    CpuReader,
+    DescendantMeter,
+    _descendants,
+    descendants_cpu_seconds,
+)
 
 
 def test_descendants_are_the_children_and_grandchildren_psutil_finds() -> None:
@@ -98,3 +106,64 @@ def test_the_governor_counts_a_provers_busy_child_as_the_trees_cpu(
             process.kill()
         shell.kill()
         shell.wait()
+
+
+def test_a_helper_that_outlives_its_parent_is_stopped_and_its_cpu_counted(
+    tmp_path: Path,
+) -> None:
+    """What CoqHammer's ``htimeout`` does: a helper in its own session whose parent
+    exits goes on as an orphan, no longer a descendant of the prover."""
+    marker = tmp_path / "helper.pid"
+    burn = "while True: pass"
+    middle = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {burn!r}], start_new_session=True)\n"
+        f"open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(1.0)\n"  # then exit without waiting: the helper is orphaned
+    )
+    prover = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time\n"
+            f"subprocess.run([sys.executable, '-c', {middle!r}])\ntime.sleep(60)",
+        ],
+        start_new_session=True,
+    )
+    helper: psutil.Process | None = None
+    try:
+        meter = DescendantMeter(psutil.Process(prover.pid))
+        deadline = time.monotonic() + 10
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        meter.sample()  # seen while it is a descendant
+        helper = psutil.Process(int(marker.read_text()))
+        while time.monotonic() < deadline:  # until the middle process has exited
+            if helper.pid not in {p.pid for p in _descendants(psutil.Process(prover.pid))}:
+                break
+            time.sleep(0.1)
+        assert helper.pid not in {p.pid for p in _descendants(psutil.Process(prover.pid))}
+        assert meter.stop_leftovers() == 1
+        assert _ends(helper)
+        assert meter.total() >= 0.3  # its CPU up to the kill counts
+        assert prover.poll() is None  # the prover itself lives on
+    finally:
+        prover.kill()
+        prover.wait()
+        if helper is not None:
+            with contextlib.suppress(psutil.Error):
+                helper.kill()
+
+
+def _ends(process: psutil.Process, seconds: float = 5.0) -> bool:
+    """``process`` is gone (or a zombie nobody reaped yet) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False

@@ -464,7 +464,9 @@ class CoqTop:
                 for sampler in watch:
                     sampler.cancel()
                 if meter is not None and time.monotonic() - started > meter.interval:
-                    meter.sample()  # the last reading of helpers still running
+                    # the last reading of helpers still running, which then go: the
+                    # request is over, and an ATP left to itself runs on unaccounted
+                    meter.stop_leftovers()
             cpu = max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0
             last = len(raw) - 1
             replies = [

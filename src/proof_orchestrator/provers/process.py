@@ -195,6 +195,8 @@ class DescendantMeter:
         self.root = root
         self.interval = interval
         self._seen: dict[tuple[int, float], float] = {}
+        #: the helpers seen that may still run, by (pid, start time)
+        self._live: dict[tuple[int, float], psutil.Process] = {}
 
     def sample(self) -> None:
         try:
@@ -202,13 +204,45 @@ class DescendantMeter:
         except psutil.Error:
             return
         for process in descendants:
-            try:
-                with process.oneshot():
-                    times = process.cpu_times()
-                    key = (process.pid, process.create_time())
-            except psutil.Error:
+            self._read(process)
+
+    def _read(self, process: psutil.Process) -> bool:
+        """Keep ``process``'s CPU reading; False when it is gone."""
+        try:
+            with process.oneshot():
+                times = process.cpu_times()
+                key = (process.pid, process.create_time())
+        except psutil.Error:
+            return False
+        self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
+        self._live[key] = process
+        return True
+
+    def stop_leftovers(self) -> int:
+        """Kill the helpers seen so far that still run; how many were signalled.
+
+        A request's helpers can outlive it: CoqHammer's ``htimeout`` starts
+        its own session, so when hammer returns (or its forked child is
+        killed) the ATP under it runs on as an orphan, outside the prover's
+        process group, until its own time limit, charged to nobody (measured:
+        115 of a 365 CPU s fill's process tree on one file). Called when a
+        request has ended, this reads each one's CPU a last time (so it counts)
+        and kills it with its process group. ``psutil`` checks the start time,
+        so a recycled pid is left alone.
+        """
+        self.sample()
+        killed = 0
+        for key, process in list(self._live.items()):
+            if not self._read(process):
+                del self._live[key]
                 continue
-            self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
+            with contextlib.suppress(psutil.Error, OSError):
+                if os.getpgid(process.pid) == process.pid:
+                    os.killpg(process.pid, signal.SIGKILL)  # htimeout and its ATP
+                process.kill()
+                killed += 1
+            del self._live[key]
+        return killed
 
     def stop_helpers(self) -> int:
         """Kill every descendant (the prover itself lives on); how many were signalled.
