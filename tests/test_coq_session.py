@@ -337,35 +337,72 @@ def test_a_warm_hammer_process_goes_to_hammer_sessions_not_to_a_plain_one() -> N
     other = _Loaded(base=1, codes=[], states=[])
     other.libraries = {"Require Import Arith."}  # served file Y
     plain = [*sorted(x_libraries), "Lemma a : True."]
-    assert other.fit(plain, x_libraries) > warm.fit(plain, x_libraries)
+    assert not warm.wants(x_libraries)
+    assert other.wants(x_libraries)
     with_hammer = [*sorted(x_libraries), hammer, "Lemma a : True."]
+    assert warm.wants({*x_libraries, hammer})
     assert warm.fit(with_hammer, {*x_libraries, hammer}) > other.fit(
         with_hammer, {*x_libraries, hammer}
     )
     # a process warm for every session of its file (the file loads CoqHammer itself)
     warm.wanted_by = None
+    assert warm.wants(x_libraries)
     assert warm.fit(plain, x_libraries) > other.fit(plain, x_libraries)
 
 
-async def test_a_full_pool_evicts_a_cold_process_before_a_warm_one() -> None:
-    """The warm process has loaded fewer libraries than the cold one; it stays."""
+async def test_a_plain_session_starts_a_process_rather_than_take_a_warm_one() -> None:
+    """Only the warm process is idle: a plain session gets a new one, and the next
+    hammer session still finds the warm one."""
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    hammer = "From Hammer Require Import Hammer."
+    started: list[_IdleTop] = []
+
+    async def start() -> _IdleTop:
+        started.append(_IdleTop())
+        return started[-1]
+
+    pool = ProcessPool(CoqSettings(), start)  # type: ignore[arg-type]
+    warm = _IdleTop()
+    loaded = _Loaded(base=1, codes=[], states=[])
+    loaded.libraries = {"Require Import Arith.", hammer}
+    pool._loaded[id(warm)] = loaded
+    pool.mark_warm(warm, hammer)  # type: ignore[arg-type]
+    await pool.release(warm)  # type: ignore[arg-type]
+    plain = await pool.acquire(["Require Import Arith.", "Lemma a : True."])
+    assert plain is started[0]
+    side = await pool.acquire(["Require Import Arith.", hammer, "Lemma a : True."])
+    assert side is warm
+    assert len(started) == 1
+
+
+async def test_warm_and_cold_idle_processes_are_kept_up_to_their_own_counts() -> None:
+    """A warm process is not evicted to keep a cold one, nor a cold one for a warm one;
+    of each kind, the one with the fewest libraries goes."""
     from proof_orchestrator.coq.pool import ProcessPool
     from proof_orchestrator.provers.settings import CoqSettings
 
     async def never() -> _IdleTop:
         raise AssertionError("no process is started here")
 
-    pool = ProcessPool(CoqSettings(max_idle=1), never)
-    warm, cold = _IdleTop(), _IdleTop()
-    for top, libraries in ((warm, {"Require Import Arith."}), (cold, {"A.", "B.", "C."})):
+    hammer = "From Hammer Require Import Hammer."
+    pool = ProcessPool(CoqSettings(max_idle=1, max_warm=1), never)
+    tops = {
+        "warm, two libraries": (_IdleTop(), {"Require Import Arith.", hammer}, True),
+        "cold, three libraries": (_IdleTop(), {"A.", "B.", "C."}, False),
+        "cold, one library": (_IdleTop(), {"A."}, False),
+        "warm, one library": (_IdleTop(), {hammer}, True),
+    }
+    for top, libraries, warm in tops.values():
         loaded = _Loaded(base=1, codes=[], states=[])
         loaded.libraries = set(libraries)
         pool._loaded[id(top)] = loaded
-        if top is warm:
-            pool.mark_warm(top, "From Hammer Require Import Hammer.")  # type: ignore[arg-type]
+        if warm:
+            pool.mark_warm(top, hammer)  # type: ignore[arg-type]
         await pool.release(top)  # type: ignore[arg-type]
-    assert cold.closed
-    assert not warm.closed
+    closed = {name for name, (top, _, _) in tops.items() if top.closed}
+    assert closed == {"cold, one library", "warm, one library"}
 
 
 async def test_loading_the_prefix_is_not_charged_to_the_first_tactic(

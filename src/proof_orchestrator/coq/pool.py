@@ -26,6 +26,14 @@ process, and a full pool evicted whichever had fewer libraries (107 reads for
 (:meth:`ProcessPool.mark_warm`, with the library its users load): sessions
 that load that library get it first, others only when nothing else is idle,
 and a full pool evicts it last.
+
+Still, on one file of the reals at two hammers at once, six processes read
+the library for one that two could serve: plain sessions took the warm
+processes whenever only warm ones were idle, and one pool-wide count of idle
+processes then evicted a warm one. Now a warm process goes only to sessions
+that use its cache (others start a process of their own), and warm and cold
+idle processes are kept up to counts of their own (``max_warm``,
+``max_idle``).
 """
 
 from __future__ import annotations
@@ -67,14 +75,17 @@ class _Loaded:
     #: the library sentence of the sessions that use that cache (None: any session)
     wanted_by: str | None = None
 
-    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[bool, int, int, int]:
-        """How well this process suits ``prefix``: a warm process goes to a session
-        that loads what it is warm for (any other only when nothing else is idle),
-        then the most of the prefix's ``libraries`` loaded before, then the fewest
-        others (a process warmed for other work is kept for that work), then the
-        longest prefix it holds."""
+    def wants(self, libraries: set[str]) -> bool:
+        """A session whose prefix loads ``libraries`` may have this process: a warm one
+        only goes to the sessions that use its cache (a plain session that took it left
+        the next hammer to read CoqHammer's library again in another process)."""
+        return not self.warm or self.wanted_by is None or self.wanted_by in libraries
+
+    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[int, int, int]:
+        """How well this process suits ``prefix``: the most of the prefix's ``libraries``
+        loaded before, then the fewest others (a process warmed for other work is
+        kept for that work), then the longest prefix it holds."""
         return (
-            not self.warm or self.wanted_by is None or self.wanted_by in libraries,
             len(libraries & self.libraries),
             -len(self.libraries - libraries),
             self.common(prefix),
@@ -108,12 +119,12 @@ class ProcessPool:
         if self._closed:
             raise SessionClosed("the Coq prover was closed")
         libraries = {code for code in prefix if _LIBRARY_LOAD.match(code)}
-        while self._idle:
+        while True:
+            suitable = [i for i, (_, held) in enumerate(self._idle) if held.wants(libraries)]
+            if not suitable:
+                break
             # on a tie, the process released last (the previous behaviour)
-            best = max(
-                range(len(self._idle)),
-                key=lambda i: (self._idle[i][1].fit(prefix, libraries), i),
-            )
+            best = max(suitable, key=lambda i: (self._idle[i][1].fit(prefix, libraries), i))
             top, loaded = self._idle.pop(best)
             if top.alive:
                 self._loaded[id(top)] = loaded
@@ -146,16 +157,20 @@ class ProcessPool:
             await top.aclose()
             return
         self._idle.append((top, loaded))
-        while len(self._idle) > self.settings.max_idle:
-            # the cheapest to make again goes: a cold one, the fewest libraries loaded,
-            # then the longest idle (a process that read CoqHammer's library stays)
-            cheapest = min(
-                range(len(self._idle)),
-                key=lambda i: (self._idle[i][1].warm, len(self._idle[i][1].libraries)),
-            )
-            gone, why = self._idle.pop(cheapest)
-            log.debug("coqtop %s evicted (warm %s)", gone.pid, why.warm)
-            await gone.aclose()
+        # warm and cold processes are kept up to their own counts: a warm one is not
+        # evicted to keep a cold one, nor a cold one (which plain sessions need, now that
+        # they do not take warm ones) to keep a warm one
+        for warm, most in ((False, self.settings.max_idle), (True, self.settings.max_warm)):
+            while True:
+                kind = [i for i, (_, held) in enumerate(self._idle) if held.warm is warm]
+                if len(kind) <= most:
+                    break
+                # the cheapest to make again goes: the fewest libraries loaded, then
+                # the longest idle
+                cheapest = min(kind, key=lambda i: len(self._idle[i][1].libraries))
+                gone, _ = self._idle.pop(cheapest)
+                log.debug("coqtop %s evicted (warm %s)", gone.pid, warm)
+                await gone.aclose()
 
     def mark_warm(self, top: CoqTop, wanted_by: str | None = None) -> None:
         """``top`` (in use) now holds a cache that cost CPU to build: sessions whose

@@ -28,8 +28,11 @@ class CoqSettings:
     #: a process above this resident size is retired after its session (one that has
     #: read CoqHammer's ATP library on the stdlib holds about 1.7 GiB)
     rss_cap: int = 3 * 1024**3
-    #: idle processes kept per prover
+    #: idle processes kept per prover, besides the warm ones
     max_idle: int = 2
+    #: idle processes kept that hold a costly cache (CoqHammer's ATP library, about 10 CPU s
+    #: and 1.7 GiB on the stdlib): as many as hammer attempts run at once on two cores
+    max_warm: int = 2
     #: address-space cap of one coqtop, MiB (None: ``ORCH_PROVER_MEMORY_MB`` or 4 GiB)
     memory_mb: int | None = None
 
