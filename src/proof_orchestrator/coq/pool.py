@@ -188,11 +188,16 @@ class ProcessPool:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
         loaded = self._loaded[id(top)]
         cpu_before = top.refresh_cpu()
+        cold = loaded.common(prefix) == 0
         try:
             return await self._load(top, loaded, prefix)
         finally:
+            spent = max(top.refresh_cpu() - cpu_before, 0.0)
             PROVER_PROCESSES.loads += 1
-            PROVER_PROCESSES.load_cpu_seconds += max(top.refresh_cpu() - cpu_before, 0.0)
+            PROVER_PROCESSES.load_cpu_seconds += spent
+            if cold:
+                PROVER_PROCESSES.cold_loads += 1
+                PROVER_PROCESSES.cold_load_cpu_seconds += spent
 
     async def _load(self, top: CoqTop, loaded: _Loaded, prefix: Sequence[str]) -> int:
         common = loaded.common(prefix)

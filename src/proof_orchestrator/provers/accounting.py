@@ -27,6 +27,10 @@ class ProverProcessStats:
     sentences_loaded: int = 0
     #: CPU of those loads (the libraries required, the proofs before the hole)
     load_cpu_seconds: float = 0.0
+    #: of those, the loads into a process that held none of the prefix (a new process,
+    #: or one that served another file), and their CPU
+    cold_loads: int = 0
+    cold_load_cpu_seconds: float = 0.0
     #: processes stopped
     closed: int = 0
     #: CPU of the stopped processes over their whole life, helpers included
