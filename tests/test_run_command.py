@@ -25,6 +25,12 @@ def test_code_output_and_input_come_back() -> None:
     assert (run.returncode, run.output.strip()) == (4, "COQ")
 
 
+def test_standard_error_is_in_the_output_and_the_shells_report_is_not() -> None:
+    script = "import sys; print('out', flush=True); print('err', file=sys.stderr)"
+    run = asyncio.run(run_command([sys.executable, "-c", script], timeout=30))
+    assert run.output.split() == ["out", "err"]
+
+
 def test_the_command_is_charged_its_own_cpu() -> None:
     run = asyncio.run(run_command([sys.executable, "-c", BURN, "0.6"], timeout=30))
     assert run.returncode == 3
@@ -56,3 +62,5 @@ def test_times_output_of_dash_and_bash() -> None:
     )
     assert _children_cpu("0m0.001s 0m0.002s\n0m1.240s 0m0.380s\n") == pytest.approx(1.62)
     assert _children_cpu("") is None
+    # what the shell said before ``times`` (a command it could not start) is not read
+    assert _children_cpu("sh: 1: x: not found\n0m0.0s 0m0.0s\n0m0.5s 0m0.25s\n") == 0.75

@@ -21,12 +21,10 @@ import resource
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import psutil
@@ -444,9 +442,10 @@ class CompletedRun:
     wall_seconds: float
 
 
-#: runs ``"$@"`` and writes, with the shell's ``times``, the CPU of what it ran (its
-#: reaped children: the command and anything the command reaped) to the file ``$1``
-_TIMED = 'out=$1; shift; "$@"; status=$?; times >"$out"; exit $status'
+#: runs ``"$@"`` with its standard error on its standard output, then writes, with the
+#: shell's ``times``, the CPU of what it ran (its reaped children: the command, and what
+#: the command reaped) on the shell's standard error
+_TIMED = '"$@" 2>&1; status=$?; times >&2; exit $status'
 
 #: one line of ``times``: user and system time, ``0m1.240000s 0m0.380000s`` (dash; bash
 #: prints three decimals)
@@ -454,11 +453,11 @@ _TIMES_LINE = re.compile(r"(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s")
 
 
 def _children_cpu(times_output: str) -> float | None:
-    """The children's user + system seconds from ``times`` output (its second line)."""
+    """The children's user + system seconds from ``times`` output (its last line)."""
     lines = [line for line in times_output.splitlines() if line.strip()]
     if len(lines) < 2:
         return None
-    found = _TIMES_LINE.search(lines[1])
+    found = _TIMES_LINE.search(lines[-1])
     if found is None:
         return None
     user = int(found[1]) * 60 + float(found[2])
@@ -480,35 +479,23 @@ async def run_command(
     when the shell's report cannot be read.
     """
     program = resolve(argv[0])
-    handle, times_path = tempfile.mkstemp(prefix="orch-times-", suffix=".txt")
-    os.close(handle)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
+    proc = await spawn(["sh", "-c", _TIMED, "sh", program, *argv[1:]], cwd=cwd, merge_stderr=False)
     try:
-        proc = await spawn(["sh", "-c", _TIMED, "sh", times_path, program, *argv[1:]], cwd=cwd)
-        try:
-            stdout, _ = await asyncio.wait_for(
-                proc.communicate(input_text.encode() if input_text is not None else None),
-                timeout,
-            )
-        except TimeoutError as exc:
-            await stop_process(proc)
-            raise ProverHung(
-                f"{argv[0]} did not finish within {timeout:.0f}s and was killed"
-            ) from exc
-        except BaseException:
-            await stop_process(proc)
-            raise
-        _LIVE.pop(proc.pid, None)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        returncode = proc.returncode if proc.returncode is not None else await proc.wait()
-        try:
-            own = _children_cpu(Path(times_path).read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            own = None
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(times_path)
+        stdout, times = await asyncio.wait_for(
+            proc.communicate(input_text.encode() if input_text is not None else None), timeout
+        )
+    except TimeoutError as exc:
+        await stop_process(proc)
+        raise ProverHung(f"{argv[0]} did not finish within {timeout:.0f}s and was killed") from exc
+    except BaseException:
+        await stop_process(proc)
+        raise
+    _LIVE.pop(proc.pid, None)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    returncode = proc.returncode if proc.returncode is not None else await proc.wait()
+    own = _children_cpu(times.decode(errors="replace"))
     if own is None:
         own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return CompletedRun(
