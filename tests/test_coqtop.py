@@ -193,3 +193,28 @@ async def test_helpers_that_are_never_reaped_are_still_counted() -> None:
     finally:
         proc.kill()
         await proc.wait()
+
+
+async def test_the_process_accounts_count_starts_closes_and_why() -> None:
+    """``orch fill --json``'s ``prover_processes``: a cancelled request ends its
+    process (``ProverDesync``), a released one is counted as such."""
+    from proof_orchestrator.provers.accounting import PROVER_PROCESSES
+
+    started, closed = PROVER_PROCESSES.started, PROVER_PROCESSES.closed
+    because = dict(PROVER_PROCESSES.closed_because)
+    async with CoqTop():
+        pass
+    top = CoqTop()
+    await top.start()
+    await top.send("Goal True.", 10)
+    request = asyncio.create_task(top.send("Timeout 30 (do 1000000000 idtac).", 60))
+    await asyncio.sleep(0.5)
+    await cancel_and_wait(request)
+    await top.aclose()  # the cancel closes it already (counted once)
+    assert PROVER_PROCESSES.started == started + 2
+    assert PROVER_PROCESSES.closed == closed + 2
+    assert PROVER_PROCESSES.closed_because.get("released", 0) == because.get("released", 0) + 1
+    assert PROVER_PROCESSES.closed_because.get("ProverDesync", 0) == (
+        because.get("ProverDesync", 0) + 1
+    )
+    assert PROVER_PROCESSES.start_cpu_seconds > 0

@@ -284,6 +284,8 @@ class CoqTop:
         if self._proc is not None:
             await stop_process(self._proc)
             PROVER_PROCESSES.closed += 1
+            why = "released" if self.fault is None else type(self.fault).__name__
+            PROVER_PROCESSES.closed_because[why] = PROVER_PROCESSES.closed_because.get(why, 0) + 1
             PROVER_PROCESSES.closed_lifetime_cpu_seconds += self._last_cpu
         if self._cpu is not None:
             self._cpu.close()

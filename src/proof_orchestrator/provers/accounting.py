@@ -10,7 +10,7 @@ let a report split the process tree's CPU (``orch fill --json``'s
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 __all__ = ["PROVER_PROCESSES", "ProverProcessStats"]
 
@@ -33,6 +33,9 @@ class ProverProcessStats:
     cold_load_cpu_seconds: float = 0.0
     #: processes stopped
     closed: int = 0
+    #: why they were stopped: "released" (the pool let them go: full, worn out, shut),
+    #: or the fault that ended them ("ProverDesync": a request was cancelled, ...)
+    closed_because: dict[str, int] = field(default_factory=dict)
     #: CPU of the stopped processes over their whole life, helpers included
     closed_lifetime_cpu_seconds: float = 0.0
 
