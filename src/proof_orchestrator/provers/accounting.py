@@ -39,7 +39,7 @@ class ProverProcessStats:
     #: CPU of the stopped processes over their whole life, helpers included
     closed_lifetime_cpu_seconds: float = 0.0
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
         found = asdict(self)
         for key, value in found.items():
             if isinstance(value, float):
