@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -118,6 +119,19 @@ def test_fill_json_and_stats(tmp_path: Path) -> None:
     stats = runner.invoke(app, ["stats", str(tmp_path), "--db", db, "--json"])
     assert stats.exit_code == 0
     assert '"proofs": 1' in stats.stdout
+
+
+def test_log_file_records_the_prover_processes(tmp_path: Path) -> None:
+    path = tmp_path / "A.v"
+    path.write_text("Lemma a : True.\nAdmitted.\n")
+    log = tmp_path / "debug.log"
+    proc = orch("--log-file", str(log), "fill", str(path), "--db", str(tmp_path / "l.sqlite"))
+    finish(proc, timeout=120)
+    assert proc.returncode == 0
+    text = log.read_text(encoding="utf-8")
+    assert "proof_orchestrator.coq.pool DEBUG coqtop" in text
+    # the whole prefix (the statement and the session's settings), into a new process
+    assert re.search(r"coqtop \d+ loaded (\d+) of \1 sentences \(held 0, warm False\)", text)
 
 
 def test_doctor_lists_coq() -> None:

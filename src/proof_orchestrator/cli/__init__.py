@@ -15,6 +15,10 @@ ledger), :mod:`.options` the shared flags, :mod:`.progress` the live views.
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 from .bank import bank_command
@@ -39,6 +43,32 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+@app.callback()
+def _root(
+    log_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--log-file",
+            envvar="ORCH_LOG_FILE",
+            help=(
+                "Append a debug log to this file: prover processes started, loaded, "
+                "reused and killed, and why (for reports and for finding where CPU goes)."
+            ),
+        ),
+    ] = None,
+) -> None:
+    if log_file is not None:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s")
+        )
+        package = logging.getLogger("proof_orchestrator")
+        package.addHandler(handler)
+        package.setLevel(logging.DEBUG)
+
+
 app.command("fill")(fill_command)
 app.command("bank")(bank_command)
 app.command("bg")(bg_command)

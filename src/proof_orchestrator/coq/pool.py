@@ -128,6 +128,7 @@ class ProcessPool:
             top, loaded = self._idle.pop(best)
             if top.alive:
                 self._loaded[id(top)] = loaded
+                log.debug("coqtop %s reused (%d idle left)", top.pid, len(self._idle))
                 return top
             await top.aclose()
         top = await self._start()
@@ -188,11 +189,23 @@ class ProcessPool:
         """Bring ``top`` to the state after ``prefix``, reusing what it already has."""
         loaded = self._loaded[id(top)]
         cpu_before = top.refresh_cpu()
-        cold = loaded.common(prefix) == 0
+        common = loaded.common(prefix)
+        held = len(loaded.codes)
+        cold = common == 0
         try:
             return await self._load(top, loaded, prefix)
         finally:
             spent = max(top.refresh_cpu() - cpu_before, 0.0)
+            log.debug(
+                "coqtop %s loaded %d of %d sentences (held %d, warm %s) in %.3f CPU s: %.50r",
+                top.pid,
+                len(prefix) - common,
+                len(prefix),
+                held,
+                loaded.warm,
+                spent,
+                prefix[0],
+            )
             PROVER_PROCESSES.loads += 1
             PROVER_PROCESSES.load_cpu_seconds += spent
             if cold:
