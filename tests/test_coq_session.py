@@ -293,14 +293,15 @@ def test_the_pool_prefers_loaded_libraries_then_the_longest_shared_prefix() -> N
 class _IdleTop:
     """A stand-in for an idle coqtop in pool bookkeeping (no prover is run)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rss: int = 0) -> None:
         self.alive = True
         self.closed = False
         self.pid: int | None = None
         self.current = 1
+        self.rss = rss
 
     def rss_bytes(self) -> int:
-        return 0
+        return self.rss
 
     async def aclose(self) -> None:
         self.closed = True
@@ -403,6 +404,59 @@ async def test_warm_and_cold_idle_processes_are_kept_up_to_their_own_counts() ->
         await pool.release(top)  # type: ignore[arg-type]
     closed = {name for name, (top, _, _) in tops.items() if top.closed}
     assert closed == {"cold, one library", "warm, one library"}
+
+
+def _file(name: str, sentences: int) -> list[str]:
+    return [f"Require Import {name}."] + [f"Lemma {name}_{k} : True." for k in range(sentences)]
+
+
+async def test_each_file_keeps_its_process_and_a_second_copy_of_one_goes_first() -> None:
+    """Goals of three files come in turn: the pool lets go of the process that holds
+    what another holds too, not of the only process that holds file B or C, though
+    those cost less to load again."""
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    async def never() -> _IdleTop:
+        raise AssertionError("no process is started here")
+
+    pool = ProcessPool(CoqSettings(max_idle=3), never)
+    tops = {
+        "A, 40 sentences": (_IdleTop(), _file("A", 40), 3.0),
+        "B": (_IdleTop(), _file("B", 10), 0.5),
+        "C": (_IdleTop(), _file("C", 10), 0.5),
+        "A, 39 sentences": (_IdleTop(), _file("A", 39), 2.9),
+    }
+    for top, codes, cost in tops.values():
+        loaded = _Loaded(base=1, codes=codes, states=list(range(2, 2 + len(codes))))
+        loaded.libraries = {codes[0]}
+        loaded.cost = cost
+        pool._loaded[id(top)] = loaded
+        await pool.release(top)  # type: ignore[arg-type]
+    closed = {name for name, (top, _, _) in tops.items() if top.closed}
+    assert closed == {"A, 39 sentences"}
+    # and a session at file B gets B's process, not A's (which loaded more libraries)
+    b_top = tops["B"][0]
+    assert await pool.acquire([*_file("B", 10), "Lemma B_next : True."]) is b_top
+
+
+async def test_idle_processes_are_kept_within_their_memory_budget() -> None:
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    async def never() -> _IdleTop:
+        raise AssertionError("no process is started here")
+
+    pool = ProcessPool(CoqSettings(max_idle=8, idle_memory_mb=1000), never)
+    tops = [_IdleTop(rss=600 * 1024**2) for _ in range(3)]
+    for index, top in enumerate(tops):
+        codes = _file(f"F{index}", 5)
+        loaded = _Loaded(base=1, codes=codes, states=list(range(2, 2 + len(codes))))
+        loaded.cost = float(index)
+        pool._loaded[id(top)] = loaded
+        await pool.release(top)  # type: ignore[arg-type]
+    # 1,800 MiB > 1,000: the two cheapest go; one is always kept, whatever its size
+    assert [top.closed for top in tops] == [True, True, False]
 
 
 async def test_loading_the_prefix_is_not_charged_to_the_first_tactic(

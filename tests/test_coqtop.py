@@ -196,11 +196,13 @@ async def test_helpers_that_are_never_reaped_are_still_counted() -> None:
 
 
 async def test_the_process_accounts_count_starts_closes_and_why() -> None:
-    """``orch fill --json``'s ``prover_processes``: a cancelled request ends its
-    process (``ProverDesync``), a released one is counted as such."""
+    """``orch fill --json``'s ``prover_processes``: a cancelled request is interrupted
+    and its process lives on, a process out of step ends (``ProverDesync``), a
+    released one is counted as such."""
     from proof_orchestrator.provers.accounting import PROVER_PROCESSES
 
     started, closed = PROVER_PROCESSES.started, PROVER_PROCESSES.closed
+    interrupted = PROVER_PROCESSES.interrupted
     because = dict(PROVER_PROCESSES.closed_because)
     async with CoqTop():
         pass
@@ -210,7 +212,13 @@ async def test_the_process_accounts_count_starts_closes_and_why() -> None:
     request = asyncio.create_task(top.send("Timeout 30 (do 1000000000 idtac).", 60))
     await asyncio.sleep(0.5)
     await cancel_and_wait(request)
-    await top.aclose()  # the cancel closes it already (counted once)
+    assert top.alive
+    assert PROVER_PROCESSES.interrupted == interrupted + 1
+    await top.write_raw("Check I.\n")  # a reply nobody asked for: out of step
+    await asyncio.sleep(0.3)
+    with pytest.raises(ProverDesync):
+        await top.send("Check I.", 10)
+    await top.aclose()  # the desync closed it already (counted once)
     assert PROVER_PROCESSES.started == started + 2
     assert PROVER_PROCESSES.closed == closed + 2
     assert PROVER_PROCESSES.closed_because.get("released", 0) == because.get("released", 0) + 1
@@ -218,3 +226,54 @@ async def test_the_process_accounts_count_starts_closes_and_why() -> None:
         because.get("ProverDesync", 0) + 1
     )
     assert PROVER_PROCESSES.start_cpu_seconds > 0
+
+
+async def test_a_cancelled_request_is_interrupted_and_the_process_stays_in_step() -> None:
+    """A portfolio's loser is cancelled mid-tactic: coqtop is interrupted, not killed,
+    so the next session does not load the file again into a new process."""
+    async with CoqTop() as top:
+        await top.send("Goal True.", 10)
+        at_goal = top.current
+        pid = top.pid
+        request = asyncio.create_task(top.send("Timeout 30 (do 1000000000 idtac).", 60))
+        await asyncio.sleep(0.5)
+        started = time.monotonic()
+        await cancel_and_wait(request)
+        assert time.monotonic() - started < 1.5
+        assert top.alive and top.pid == pid
+        assert top.current == at_goal  # the interrupted tactic left the state as it was
+        reply = await top.send("exact I.", 10)
+        assert reply.state > at_goal
+        assert "No more goals" in reply.output
+
+
+async def test_a_cancelled_batch_ends_every_sentence_and_stays_in_step() -> None:
+    async with CoqTop() as top:
+        before = top.current
+        slow = "Timeout 30 (do 1000000000 idtac)."
+        lines = ["Goal True.", slow, slow, "Check I."]
+        request = asyncio.create_task(top.send_many(lines, 60))
+        await asyncio.sleep(0.5)
+        await cancel_and_wait(request)
+        assert top.alive
+        assert top.current > before  # ``Goal`` took; the slow ones were interrupted
+        reply = await top.send("Check (2 + 2).", 10)
+        assert ": nat" in reply.output
+        assert reply.state > before
+
+
+@pytest.mark.parametrize("delay_ms", [0, 2, 5, 10, 20])
+async def test_a_cancel_as_the_request_ends_leaves_the_replies_in_step(delay_ms: int) -> None:
+    """The interrupt can land after the reply (coqtop is reading its input again): it
+    then answers with a prompt of its own and eats a character of the next line."""
+    async with CoqTop() as top:
+        await top.send("Goal True.", 10)
+        for _ in range(4):
+            request = asyncio.create_task(top.send("Timeout 5 (do 20000 idtac).", 60))
+            await asyncio.sleep(delay_ms / 1000)
+            await cancel_and_wait(request)
+            assert top.alive
+            reply = await top.send("Check I.", 10)
+            assert ": True" in reply.output
+            await asyncio.sleep(0.2)
+            assert not top._replies.items  # nothing came that nobody asked for

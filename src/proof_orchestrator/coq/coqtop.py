@@ -21,11 +21,13 @@ and the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import logging
 import os
 import re
+import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -51,6 +53,9 @@ __all__ = ["CoqTop", "CoqTopState", "Reply"]
 log = logging.getLogger(__name__)
 
 _PROMPT = re.compile(rb"<prompt>(.*?) < (\d+) \|(.*?)\| (\d+) < </prompt>")
+
+#: seconds a cancelled request gets to end after coqtop is interrupted, before the kill
+INTERRUPT_SECONDS = 2.0
 
 #: largest reply accepted from coqtop, in bytes
 DEFAULT_REPLY_CAP = 16 * 1024**2
@@ -237,6 +242,8 @@ class CoqTop:
         #: the ``salvage`` every request gets (see :meth:`send_many`): set on a process
         #: that holds a costly cache, so that a cancelled request does not lose it
         self.salvage_seconds = 0.0
+        #: marker queries sent to bring the replies back in step (see :meth:`_recover`)
+        self._syncs = 0
         self._throttle = throttle
         self._memory_bytes = memory_bytes
 
@@ -401,12 +408,16 @@ class CoqTop:
         CPU measured (``measure``) is reported on the last reply; the wall
         time of each reply counts from the write.
 
-        A request that is cancelled or passes ``cpu_limit`` kills the process,
-        unless ``salvage`` seconds are given: then its helper processes
-        (CoqHammer's ATPs) are killed instead, which ends the request with an
-        error, and if the replies come within ``salvage`` seconds the process
-        stays in step and keeps what it has read (CoqHammer's ATP library, about
-        10 CPU s to read again). A reply cut that way has ``cut`` set.
+        A request that passes ``cpu_limit`` kills the process, unless
+        ``salvage`` seconds are given: then its helper processes (CoqHammer's
+        ATPs) are killed instead, which ends the request with an error, and if
+        the replies come within ``salvage`` seconds the process stays in step
+        and keeps what it has read (CoqHammer's ATP library, about 10 CPU s to
+        read again). A reply cut that way has ``cut`` set. A request that is
+        cancelled (another strategy won, the goal's time is up) is ended the
+        same way and then by interrupting coqtop (:meth:`_recover`): the
+        process lives on, at a state the caller no longer knows; it is killed
+        only if that fails.
         """
         if not lines:
             return []
@@ -451,14 +462,11 @@ class CoqTop:
                     raw.append((reply, time.monotonic() - started))
             except asyncio.CancelledError:
                 pending = len(lines) - len(raw)
-                helpers = self._descendants()
-                if salvage and helpers is not None:
-                    if await asyncio.shield(self._salvage(helpers, pending, salvage)):
-                        log.debug("coqtop %s kept after a cancelled request", self.pid)
-                        raise
-                    log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
-                # its answer would arrive unasked for: the process is out of step now.
-                # (SIGINT would keep it, but coqtop 8.16 often ends up unusable after one.)
+                if await asyncio.shield(self._recover(pending, salvage)):
+                    log.debug("coqtop %s kept after a cancelled request", self.pid)
+                    raise
+                log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
+                # its answer would arrive unasked for: the process is out of step now
                 self.fault = ProverDesync("a request was cancelled while coqtop was working")
                 await asyncio.shield(self.aclose())
                 raise
@@ -545,21 +553,80 @@ class CoqTop:
                 return
             await asyncio.sleep(meter.interval)
 
-    async def _salvage(self, meter: DescendantMeter, pending: int, seconds: float) -> bool:
-        """Kill the helpers until ``pending`` replies have come (True), for ``seconds`` at most."""
-        deadline = time.monotonic() + seconds
-        while pending:
+    async def _recover(self, pending: int, salvage: float) -> bool:
+        """After a cancelled request: bring the process back in step with its replies
+        (True), so that it and what it has loaded live on; False: it must go.
+
+        A process that holds a costly cache (``salvage`` seconds) first has its
+        helpers killed, which ends CoqHammer's request with an error. If replies
+        are still due, a marker query (``Check`` of a fresh name) is written after
+        the request and coqtop is interrupted (SIGINT) until the marker's reply
+        comes: an interrupted sentence fails with ``User interrupt.`` and leaves
+        the state as it was. An interrupt that lands while coqtop reads its input
+        answers with a prompt of its own and drops a character of the line, so
+        replies are not counted: everything up to the marker's reply is dropped,
+        the marker is padded with spaces, and a second marker, sent with no
+        interrupt on its way, takes up the prompt of an interrupt that landed
+        after the first. (Checked on Coq 8.16: interrupts while busy, between
+        the sentences of a batch, and after the request had ended.)
+        """
+        meter = self._descendants()
+        proc = self._proc
+        if meter is None or proc is None or proc.stdin is None:
+            return False
+        started = time.monotonic()
+        while pending and time.monotonic() - started < salvage:
             meter.stop_helpers()
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return False
-            item = await self._replies.next(min(0.1, left))
+            item = await self._replies.next(min(0.1, salvage - (time.monotonic() - started)))
             if isinstance(item, _Fault):
                 return False
             if item is not None:
                 self.current = item.state
                 pending -= 1
+        if not pending:
+            return True
+        deadline = time.monotonic() + INTERRUPT_SECONDS
+        if not await self._await_marker(proc, deadline, meter):
+            return False
+        if not await self._await_marker(proc, deadline, None):
+            return False
+        PROVER_PROCESSES.interrupted += 1
         return True
+
+    async def _await_marker(
+        self,
+        proc: asyncio.subprocess.Process,
+        deadline: float,
+        interrupting: DescendantMeter | None,
+    ) -> bool:
+        """Write a marker query and read replies until its own (True) or ``deadline``;
+        with ``interrupting``, kill the helpers and interrupt coqtop whenever no
+        reply has come for a tenth of a second."""
+        assert proc.stdin is not None
+        self._syncs += 1
+        marker = f"orch_sync_{self._syncs}"
+        try:
+            proc.stdin.write(f"    Check {marker}.\n".encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            return False
+        quiet = True
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if interrupting is not None and quiet:
+                interrupting.stop_helpers()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGINT)
+            item = await self._replies.next(min(0.1, left) if interrupting else left)
+            if isinstance(item, _Fault):
+                return False
+            quiet = item is None
+            if item is not None:
+                self.current = item.state
+                if marker in item.output:
+                    return True
 
     async def _poison(self, error: Exception) -> None:
         self.fault = error

@@ -31,6 +31,8 @@ class ProverProcessStats:
     #: or one that served another file), and their CPU
     cold_loads: int = 0
     cold_load_cpu_seconds: float = 0.0
+    #: cancelled requests ended by interrupting the process, which then lived on
+    interrupted: int = 0
     #: processes stopped
     closed: int = 0
     #: why they were stopped: "released" (the pool let them go: full, worn out, shut),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import psutil
+
 __all__ = ["CoqSettings", "LeanSettings"]
 
 
@@ -28,13 +30,22 @@ class CoqSettings:
     #: a process above this resident size is retired after its session (one that has
     #: read CoqHammer's ATP library on the stdlib holds about 1.7 GiB)
     rss_cap: int = 3 * 1024**3
-    #: idle processes kept per prover, besides the warm ones
-    max_idle: int = 2
+    #: idle processes kept per prover, besides the warm ones: enough for each file whose
+    #: goals come in turn to keep the one that has loaded it
+    max_idle: int = 8
+    #: most resident memory of those idle processes together, MiB (None: a sixth of the
+    #: machine's memory); one is always kept
+    idle_memory_mb: int | None = None
     #: idle processes kept that hold a costly cache (CoqHammer's ATP library, about 10 CPU s
     #: and 1.7 GiB on the stdlib): as many as hammer attempts run at once on two cores
     max_warm: int = 2
     #: address-space cap of one coqtop, MiB (None: ``ORCH_PROVER_MEMORY_MB`` or 4 GiB)
     memory_mb: int | None = None
+
+    def idle_memory_bytes(self) -> int:
+        if self.idle_memory_mb is not None:
+            return self.idle_memory_mb * 1024**2
+        return int(psutil.virtual_memory().total // 6)
 
 
 @dataclass(frozen=True, slots=True)
