@@ -168,13 +168,20 @@ def main(argv: list[str]) -> int:
     # the copies' folder may be a project (a _CoqProject mapping a library): its flags
     project = work / "_CoqProject"
     flags = list(load_coqproject(project).flags) if project.is_file() else []
-    compiles = {
-        c.name: subprocess.run(
-            ["coqc", *flags, c.name], cwd=work, capture_output=True, check=False
-        ).returncode
-        == 0
-        for c in copies
-    }
+    compiles: dict[str, bool] = {}
+    compile_cpu: dict[str, float] = {}
+    for c in copies:
+        ran_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        compiles[c.name] = (
+            subprocess.run(
+                ["coqc", *flags, c.name], cwd=work, capture_output=True, check=False
+            ).returncode
+            == 0
+        )
+        ran = resource.getrusage(resource.RUSAGE_CHILDREN)
+        compile_cpu[c.name] = (ran.ru_utime - ran_before.ru_utime) + (
+            ran.ru_stime - ran_before.ru_stime
+        )
     outcomes, strategies, unscored = _tally(fill)
     files = fill.get("files", [])
     attempts = sum(g.get("cpu_seconds", 0.0) for f in files for g in f.get("goals", []))
@@ -203,6 +210,21 @@ def main(argv: list[str]) -> int:
         "other": round(
             cpu - attempts - checks - build - learning - own - starts - loads - sessions_rest, 1
         ),
+    }
+    # each file's checks in the fill (their CPU and how many) against one compile of the
+    # filled file (issue 54: at most twice one compile)
+    checks_per_file = {
+        Path(f["path"]).name: {
+            "check_cpu_seconds": round(f.get("verify_cpu_seconds", 0.0), 2),
+            "checks": f.get("verify_runs"),
+            "one_compile_cpu_seconds": round(compile_cpu.get(Path(f["path"]).name, 0.0), 2),
+            "ratio": round(
+                f.get("verify_cpu_seconds", 0.0)
+                / max(compile_cpu.get(Path(f["path"]).name, 0.0), 1e-9),
+                2,
+            ),
+        }
+        for f in files
     }
     samples = sorted(sampler.samples)
     result = {
@@ -234,6 +256,7 @@ def main(argv: list[str]) -> int:
         "orphans_reaped_here": subreaper,
         "orphan_cpu_by_command": {k: round(v, 1) for k, v in sorted(ORPHAN_CPU.items())},
         "compiles": compiles,
+        "checks_per_file": checks_per_file,
         "work": str(work),
     }
     RESULTS.mkdir(exist_ok=True)

@@ -138,6 +138,7 @@ async def verify_candidates(
         patched = apply_patches(text, patches, backend.import_insertion(text, patches))
         goals = [item.hole.goal for item in chosen]
         result = await verifier.verify(path, text, patched, goals, frozenset(axioms))
+        file_report.verify_runs += 1
         if result.accepted:
             if strict_holes and any(result.holes_used.values()):
                 return refuse_holes(result)
