@@ -440,6 +440,34 @@ async def test_each_file_keeps_its_process_and_a_second_copy_of_one_goes_first()
     assert await pool.acquire([*_file("B", 10), "Lemma B_next : True."]) is b_top
 
 
+async def test_a_file_no_idle_process_holds_gets_a_new_process() -> None:
+    """The idle processes at other files are kept for them; one at an earlier hole of
+    the same file, or one that holds nothing, is taken."""
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    started: list[_IdleTop] = []
+
+    async def start() -> _IdleTop:
+        started.append(_IdleTop())
+        return started[-1]
+
+    pool = ProcessPool(CoqSettings(), start)  # type: ignore[arg-type]
+    at_a, at_b = _IdleTop(), _IdleTop()
+    for top, name in ((at_a, "A"), (at_b, "B")):
+        codes = _file(name, 30)
+        pool._loaded[id(top)] = _Loaded(base=1, codes=codes, states=list(range(2, 32)), text=name)
+        pool._loaded[id(top)].libraries = {codes[0]}
+        await pool.release(top)  # type: ignore[arg-type]
+    assert await pool.acquire(_file("C", 30), "C") is started[0]
+    assert await pool.acquire(_file("A", 40), "A") is at_a  # the rest of A is loaded there
+    empty = started[0]
+    pool._loaded[id(empty)] = _Loaded(base=1, codes=[], states=[], text="C")
+    await pool.release(empty)  # type: ignore[arg-type]
+    assert await pool.acquire(_file("D", 30), "D") is empty  # it holds nothing
+    assert len(started) == 1
+
+
 async def test_idle_processes_are_kept_within_their_memory_budget() -> None:
     from proof_orchestrator.coq.pool import ProcessPool
     from proof_orchestrator.provers.settings import CoqSettings

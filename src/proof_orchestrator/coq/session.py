@@ -144,7 +144,7 @@ class CoqSession:
         # not pointing the new process at the old one's states)
         self._root = self._current = None
         self._line = []
-        self._top = await self._prover.pool.acquire(self._prefix)
+        self._top = await self._prover.pool.acquire(self._prefix, self.goal.file)
         self._cpu_base = self._top.cpu_seconds()  # a reused process has spent CPU before
         self._generation += 1
         root_token = await self._prover.pool.load(self._top, self._prefix)
