@@ -171,6 +171,21 @@ def test_goal_queue_pops_highest_first_and_fifo_among_equals() -> None:
     assert [queue.pop(), queue.pop(), queue.pop()] == ["high-1", "high-2", "low"]
 
 
+def test_goal_queue_prefers_the_workers_file_within_a_margin() -> None:
+    queue: GoalQueue[str] = GoalQueue()
+    for item, prio in (("A1", 5.0), ("B1", 4.0), ("A2", 4.0), ("B2", 0.5), ("A3", 3.0)):
+        queue.push(item, prio)
+
+    def at_b(item: str) -> bool:
+        return item.startswith("B")
+
+    assert queue.pop(at_b, margin=2.0) == "B1"  # 4.0 is within 2 of 5.0
+    assert queue.pop(at_b, margin=2.0) == "A1"  # B2 (0.5) is not: the highest goes
+    assert queue.pop(at_b, margin=10.0) == "B2"
+    assert [queue.pop(), queue.pop()] == ["A2", "A3"]  # the heap is still in order
+    assert len(queue) == 0
+
+
 def test_dependents_count_whole_identifiers_only() -> None:
     from proof_orchestrator.scheduler.queue import Mentions
 

@@ -64,6 +64,10 @@ MAX_RETRIES_AFTER_PROOFS = 1
 #: ... and only when the new proof's statement is this much like its own (cosine of the
 #: statement features): a proof it can learn from, not any proof above it
 RETRY_SIMILARITY = 0.8
+#: a worker takes a goal of the file it worked on last when its priority is within this
+#: much of the highest (a fresh goal, not a revisit: those are 10 lower), so that the
+#: prover process that holds the file serves it (:mod:`..scheduler.queue`)
+FILE_AFFINITY = 4.0
 
 
 class GoalRun:
@@ -165,9 +169,15 @@ class GoalRun:
     # -- workers -----------------------------------------------------------------
 
     async def work(self) -> None:
+        last: Path | None = None  # the file of this worker's last goal
+
+        def same_file(item: GoalItem) -> bool:
+            return item.hole.goal.file == last
+
         while True:
             if len(self.queue):
-                item = self.queue.pop()
+                item = self.queue.pop(same_file, FILE_AFFINITY)
+                last = item.hole.goal.file
                 self.in_flight += 1
                 try:
                     await self.prove(item)
