@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from collections.abc import Callable
@@ -16,6 +17,7 @@ from proof_orchestrator.coq.prover import CoqProver, CoqSettings
 from proof_orchestrator.coq.strategies.hammer import HAMMER_PREAMBLE, hammer_environment
 from proof_orchestrator.errors import PrefixError
 from proof_orchestrator.project.statedir import ScratchFolder
+from proof_orchestrator.provers.accounting import PROVER_PROCESSES
 from proof_orchestrator.provers.base import TacticStatus
 
 SOURCE = """\
@@ -485,6 +487,40 @@ async def test_idle_processes_are_kept_within_their_memory_budget() -> None:
         await pool.release(top)  # type: ignore[arg-type]
     # 1,800 MiB > 1,000: the two cheapest go; one is always kept, whatever its size
     assert [top.closed for top in tops] == [True, True, False]
+
+
+async def test_a_load_cancelled_midway_finishes_and_the_pool_keeps_the_file() -> None:
+    """A session cancelled while its process loads the file (its strategy lost the
+    race): the load goes on, is recorded, and the next session sends nothing."""
+    from proof_orchestrator.coq.coqtop import CoqTop
+    from proof_orchestrator.coq.pool import ProcessPool
+    from proof_orchestrator.provers.settings import CoqSettings
+
+    async def start() -> CoqTop:
+        top = CoqTop()
+        await top.start()
+        return top
+
+    pool = ProcessPool(CoqSettings(), start)
+    prefix = ["Require Import Reals."]
+    for k in range(3):
+        prefix += [f"Lemma r{k} : (1 + {k} = {k} + 1)%R.", "Admitted."]
+    prefix.append("Goal True.")
+    top = await pool.acquire(prefix, "R.v")
+    loading = asyncio.create_task(pool.load(top, prefix))
+    await asyncio.sleep(0.05)  # while Reals is read
+    loading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await loading
+    assert top.alive
+    await pool.release(top)
+    again = await pool.acquire(prefix, "R.v")
+    assert again is top
+    sent = PROVER_PROCESSES.sentences_loaded
+    await pool.load(again, prefix)
+    assert PROVER_PROCESSES.sentences_loaded == sent  # the file was there already
+    await pool.release(again)
+    await pool.aclose()
 
 
 async def test_loading_the_prefix_is_not_charged_to_the_first_tactic(

@@ -36,10 +36,13 @@ their ATPs at once. The rules, each from a measured run:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import PrefixError, SessionClosed
 from ..provers.accounting import PROVER_PROCESSES
@@ -53,6 +56,9 @@ log = logging.getLogger(__name__)
 
 #: seconds a cancelled request on a warm process gets to end (``CoqTop.salvage_seconds``)
 WARM_SALVAGE_SECONDS = 3.0
+
+#: seconds a cancelled session's load goes on, so that its process holds the file
+FINISH_LOAD_SECONDS = 3.0
 
 #: a sentence that loads a library (``Require Import X.``, ``From L Require X.``)
 _LIBRARY_LOAD = re.compile(r"^(?:From\s+\S+\s+)?Require\b")
@@ -244,7 +250,7 @@ class ProcessPool:
         held = len(loaded.codes)
         cold = common == 0
         try:
-            return await self._load(top, loaded, prefix)
+            return await self._finish_on_cancel(self._load(top, loaded, prefix))
         finally:
             spent = max(top.refresh_cpu() - cpu_before, 0.0)
             loaded.cost = spent if cold else loaded.cost + spent
@@ -263,6 +269,30 @@ class ProcessPool:
             if cold:
                 PROVER_PROCESSES.cold_loads += 1
                 PROVER_PROCESSES.cold_load_cpu_seconds += spent
+
+    @staticmethod
+    async def _finish_on_cancel(load: Coroutine[Any, Any, int]) -> int:
+        """Run ``load``; cancelled, let it finish for ``FINISH_LOAD_SECONDS`` at most.
+
+        A session is often cancelled while its process loads the file (its
+        strategy lost the race): the sentences sent run anyway, and a load that
+        ends is recorded, so the file's next goal finds the process there. One
+        interrupted instead left the process at a state the pool did not know,
+        and one that did not stop within the interrupt's 2 s was killed: std++'s
+        ``sets`` was loaded again into a new process (2.5 CPU s) each time.
+        """
+        work = asyncio.ensure_future(load)
+        try:
+            return await asyncio.shield(work)
+        except asyncio.CancelledError:
+            try:
+                await asyncio.wait({work}, timeout=FINISH_LOAD_SECONDS)
+            finally:
+                if not work.done():
+                    work.cancel()
+                with contextlib.suppress(BaseException):
+                    await work
+            raise
 
     async def _load(self, top: CoqTop, loaded: _Loaded, prefix: Sequence[str]) -> int:
         common = loaded.common(prefix)
