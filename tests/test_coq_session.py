@@ -353,6 +353,21 @@ def test_a_warm_hammer_process_goes_to_hammer_sessions_not_to_a_plain_one() -> N
     assert warm.fit(plain, x_libraries) > other.fit(plain, x_libraries)
 
 
+def test_a_hammer_session_takes_the_warm_process_over_its_files_cold_one() -> None:
+    """The cold process at the file has loaded more of its libraries, but reading
+    CoqHammer's library again costs about 10 CPU s: the warm process wins."""
+    hammer = "From Hammer Require Import Hammer."
+    file_f = ["Require Import Arith.", "Require Import List.", "Lemma a : True.", "Admitted."]
+    cold = _Loaded(base=1, codes=file_f, states=[2, 3, 4, 5])
+    cold.libraries = set(file_f[:2])
+    warm = _Loaded(base=1, codes=["Require Import ZArith."], states=[2])
+    warm.libraries = {"Require Import ZArith.", hammer}
+    warm.warm, warm.wanted_by = True, hammer
+    side = [*file_f, hammer, "Lemma b : True."]
+    libraries = {*file_f[:2], hammer}
+    assert warm.fit(side, libraries) > cold.fit(side, libraries)
+
+
 async def test_a_plain_session_starts_a_process_rather_than_take_a_warm_one() -> None:
     """Only the warm process is idle: a plain session gets a new one, and the next
     hammer session still finds the warm one."""

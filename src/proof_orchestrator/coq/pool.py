@@ -112,11 +112,16 @@ class _Loaded:
         the next hammer to read CoqHammer's library again in another process)."""
         return not self.warm or self.wanted_by is None or self.wanted_by in libraries
 
-    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[int, int, int]:
-        """How well this process suits ``prefix``: the most of the prefix's ``libraries``
-        loaded before, then the longest prefix it holds (the same file), then the
-        fewest other libraries (a process warmed for other work is kept for it)."""
+    def fit(self, prefix: Sequence[str], libraries: set[str]) -> tuple[bool, int, int, int]:
+        """How well this process suits ``prefix``: it holds the cache the session uses
+        (a warm process, for a session that loads its library), then the most of the
+        prefix's ``libraries`` loaded before, then the longest prefix it holds (the
+        same file), then the fewest other libraries (a process warmed for other work
+        is kept for it). Without the first rule a hammer session took the cold
+        process at its own file (more of its libraries) and read CoqHammer's library
+        again: 22 warm processes evicted on a draw of 512 goals."""
         return (
+            self.warm and (self.wanted_by is None or self.wanted_by in libraries),
             len(libraries & self.libraries),
             self.common(prefix),
             -len(self.libraries - libraries),
@@ -204,7 +209,13 @@ class ProcessPool:
                 if len(kind) <= most and (warm or len(kind) <= 1 or size <= memory):
                     break
                 gone, _ = self._idle.pop(self._cheapest(kind))
-                log.debug("coqtop %s evicted (warm %s)", gone.pid, warm)
+                log.debug(
+                    "coqtop %s evicted (warm %s): %d idle of its kind, %.2f GiB",
+                    gone.pid,
+                    warm,
+                    len(kind),
+                    size / 1024**3,
+                )
                 await gone.aclose()
 
     def _cheapest(self, kind: list[int]) -> int:
