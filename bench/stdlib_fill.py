@@ -216,7 +216,7 @@ def main(argv: list[str]) -> int:
     checks_per_file = {
         Path(f["path"]).name: {
             "check_cpu_seconds": round(f.get("verify_cpu_seconds", 0.0), 2),
-            "checks": f.get("verify_runs"),
+            "compiles": f.get("verify_compiles"),
             "one_compile_cpu_seconds": round(compile_cpu.get(Path(f["path"]).name, 0.0), 2),
             "ratio": round(
                 f.get("verify_cpu_seconds", 0.0)

@@ -58,6 +58,7 @@ class RefusingVerifier:
     """Refuses every candidate: the fake backend never proves anything."""
 
     cpu_seconds = 0.0
+    compilations = 0
 
     async def compiles(self, path: Path, text: str) -> tuple[bool, str]:
         return True, ""

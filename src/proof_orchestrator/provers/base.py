@@ -160,6 +160,8 @@ class Verifier(Protocol):
 
     #: CPU seconds its compilations and audits have used so far
     cpu_seconds: float
+    #: the compiler runs so far (a check is one, more when it failed or could not decide)
+    compilations: int
 
     async def compiles(self, path: Path, text: str) -> tuple[bool, str]:
         """Does ``text`` compile as the content of ``path``? Returns (ok, output)."""

@@ -102,7 +102,7 @@ async def verify_candidates(
     """
     if not candidates:
         return Verified([], text)
-    cpu_before = verifier.cpu_seconds
+    cpu_before, compiles_before = verifier.cpu_seconds, verifier.compilations
 
     backend = backend_for(path)
     #: per accepted candidate (by span), the holes its proof used when it was checked
@@ -138,7 +138,6 @@ async def verify_candidates(
         patched = apply_patches(text, patches, backend.import_insertion(text, patches))
         goals = [item.hole.goal for item in chosen]
         result = await verifier.verify(path, text, patched, goals, frozenset(axioms))
-        file_report.verify_runs += 1
         if result.accepted:
             if strict_holes and any(result.holes_used.values()):
                 return refuse_holes(result)
@@ -189,6 +188,7 @@ async def verify_candidates(
         item.report.outcome = Outcome.PROVED
         item.report.uses_holes = uses.get(item.span, ())
     file_report.verify_cpu_seconds = verifier.cpu_seconds - cpu_before
+    file_report.verify_compiles = verifier.compilations - compiles_before
     return Verified(accepted, verified_text if accepted else text)
 
 

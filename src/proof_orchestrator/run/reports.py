@@ -97,8 +97,9 @@ class FileReport:
     message: str = ""
     written: bool = False
     verify_cpu_seconds: float = 0.0
-    #: whole-file checks those seconds paid for (one for the batch, more when it failed)
-    verify_runs: int = 0
+    #: compiler runs those seconds paid for (one for the batch, more when a check failed
+    #: or its audit could not decide in one run)
+    verify_compiles: int = 0
     #: the file's text when it was read (the proofs were found for this text)
     original_text: str = ""
 
