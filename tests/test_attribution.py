@@ -281,6 +281,50 @@ async def test_a_hole_hidden_from_the_printed_term_is_still_found(
     assert uses == {name: ["h"] for name in proofs}
 
 
+RELATIONS = """\
+Require Import Setoid.
+Lemma h : 1 = 1.
+Admitted.
+Definition R (a b : nat) : Prop := a = b.
+Lemma R_refl : forall a, R a a.
+Proof. intro a. exact (let _ := h in eq_refl). Qed.
+Lemma R_sym : forall a b, R a b -> R b a.
+Proof. intros a b e. symmetry. exact e. Qed.
+Lemma R_trans : forall a b c, R a b -> R b c -> R a c.
+Proof. intros a b c e f. unfold R in *. rewrite e. exact f. Qed.
+Add Relation nat R reflexivity proved by R_refl symmetry proved by R_sym
+  transitivity proved by R_trans as R_rel.
+Add Parametric Relation : nat R reflexivity proved by R_refl as R_pre.
+Lemma g : R 2 2.
+Admitted.
+"""
+
+
+async def test_the_instances_a_relation_makes_are_read_in_one_compile(
+    write_v: Callable[[str, str], Path],
+) -> None:
+    """``reflexivity`` proves ``g`` through ``R_rel_Reflexive``, which ``Add Relation``
+    made and whose body uses the hole ``h``: its term is printed with the others (one
+    compile; a ConstructiveCauchyReals check took two without it)."""
+    path = write_v("F.v", RELATIONS)
+    patched = RELATIONS.replace(
+        "Lemma g : R 2 2.\nAdmitted.", "Lemma g : R 2 2.\nProof. reflexivity. Qed."
+    )
+    names = [d.name for d in declarations(split_sentences(RELATIONS))]
+    assert {"R_rel", "R_rel_Reflexive", "R_rel_Symmetric", "R_rel_Transitive"} <= set(names)
+    assert {"R_rel_relation", "R_pre_Reflexive", "R_pre_relation"} <= set(names)
+    assert "R_pre" not in names  # reflexivity alone makes no PreOrder
+    goals = [h.goal for h in scan_coq_text(path, RELATIONS) if h.goal.name == "g"]
+    verifier = CoqVerifier()
+    try:
+        result = await verifier.verify(path, RELATIONS, patched, goals)
+    finally:
+        await verifier.aclose()
+    assert result.verdict is Verdict.ACCEPTED, result.detail
+    assert [use.label for use in result.holes_used["g"]] == ["h"]
+    assert verifier.compilations == 1
+
+
 async def test_an_error_on_a_line_the_trace_wrote_on_is_the_proofs_own(
     write_v: Callable[[str, str], Path],
 ) -> None:

@@ -204,7 +204,34 @@ def _declared(stripped: str, keyword: str) -> tuple[list[str], bool]:
     if keyword == "Add" and (found := morphism):
         # the morphism's lemma, and the instance made of it
         return [found.group(1), f"{found.group(1)}_Proper"], False
+    relation = re.search(rf"\bRelation\b.*\bas\s+{name}\s*\.?\s*$", stripped, re.S)
+    if keyword == "Add" and (found := relation):
+        return _relation_instances(found.group(1), stripped), True
     return [], False
+
+
+def _relation_instances(name: str, code: str) -> list[str]:
+    """The instances ``Add (Parametric) Relation ... as name`` makes (Coq 8.16): one per
+    property proved, the ``RewriteRelation``, and the ``PreOrder``/``PER``/
+    ``Equivalence`` named ``name`` when transitivity comes with one of the others. A
+    proof that rewrites with the relation uses them; left unprinted, its term could
+    not be read and the check cost a second compile."""
+    proved = {
+        kind: re.search(rf"\b{kind}\s+proved\s+by\b", code) is not None
+        for kind in ("reflexivity", "symmetry", "transitivity")
+    }
+    made = [
+        f"{name}_{suffix}"
+        for kind, suffix in (
+            ("reflexivity", "Reflexive"),
+            ("symmetry", "Symmetric"),
+            ("transitivity", "Transitive"),
+        )
+        if proved[kind]
+    ]
+    if proved["transitivity"] and (proved["reflexivity"] or proved["symmetry"]):
+        made.append(name)
+    return [*made, f"{name}_relation"]
 
 
 @dataclass(frozen=True, slots=True)
