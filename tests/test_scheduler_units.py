@@ -176,14 +176,33 @@ def test_goal_queue_prefers_the_workers_file_within_a_margin() -> None:
     for item, prio in (("A1", 5.0), ("B1", 4.0), ("A2", 4.0), ("B2", 0.5), ("A3", 3.0)):
         queue.push(item, prio)
 
-    def at_b(item: str) -> bool:
-        return item.startswith("B")
+    def at_b(item: str) -> float | None:
+        return 0.0 if item.startswith("B") else None
 
     assert queue.pop(at_b, margin=2.0) == "B1"  # 4.0 is within 2 of 5.0
     assert queue.pop(at_b, margin=2.0) == "A1"  # B2 (0.5) is not: the highest goes
     assert queue.pop(at_b, margin=10.0) == "B2"
     assert [queue.pop(), queue.pop()] == ["A2", "A3"]  # the heap is still in order
     assert len(queue) == 0
+
+
+def test_goal_queue_takes_the_next_goal_down_the_file_within_the_margin() -> None:
+    """The worker ranks its file's goals by how far past its last goal they are: the
+    next one down the file goes first, then the ones above it (wrapping around)."""
+    queue: GoalQueue[tuple[str, int]] = GoalQueue()
+    for item, prio in ((("F", 50), 5.0), (("F", 10), 4.5), (("F", 30), 4.0), (("G", 5), 4.8)):
+        queue.push(item, prio)
+    last = 20
+
+    def ahead(item: tuple[str, int]) -> float | None:
+        return None if item[0] != "F" else float((item[1] - last) % 1000)
+
+    assert queue.pop(ahead, margin=2.0) == ("F", 30)
+    last = 30
+    assert queue.pop(ahead, margin=2.0) == ("F", 50)
+    last = 50
+    assert queue.pop(ahead, margin=2.0) == ("F", 10)  # round again from the top
+    assert queue.pop(ahead, margin=2.0) == ("G", 5)
 
 
 def test_dependents_count_whole_identifiers_only() -> None:

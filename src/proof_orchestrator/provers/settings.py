@@ -33,8 +33,8 @@ class CoqSettings:
     #: idle processes kept per prover, besides the warm ones: enough for each file whose
     #: goals come in turn to keep the one that has loaded it
     max_idle: int = 8
-    #: most resident memory of those idle processes together, MiB (None: a sixth of the
-    #: machine's memory); one is always kept
+    #: most resident memory of those idle processes together, MiB (None: a quarter of
+    #: the machine's memory); one is always kept
     idle_memory_mb: int | None = None
     #: idle processes kept that hold a costly cache (CoqHammer's ATP library, about 10 CPU s
     #: and 1.7 GiB on the stdlib): as many as hammer attempts run at once on two cores
@@ -45,7 +45,7 @@ class CoqSettings:
     def idle_memory_bytes(self) -> int:
         if self.idle_memory_mb is not None:
             return self.idle_memory_mb * 1024**2
-        return int(psutil.virtual_memory().total // 6)
+        return int(psutil.virtual_memory().total // 4)
 
 
 @dataclass(frozen=True, slots=True)

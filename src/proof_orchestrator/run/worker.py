@@ -169,15 +169,21 @@ class GoalRun:
     # -- workers -----------------------------------------------------------------
 
     async def work(self) -> None:
-        last: Path | None = None  # the file of this worker's last goal
+        last: tuple[Path, int] | None = None  # the file and place of this worker's last goal
 
-        def same_file(item: GoalItem) -> bool:
-            return item.hole.goal.file == last
+        def ahead_in_file(item: GoalItem) -> float | None:
+            """How far past the last goal this one is in its file (None: another file):
+            the prover process goes forward through the file, loading only what lies
+            between two goals (going back to an earlier goal is a ``BackTo``, and the
+            way forward again sends the text between)."""
+            if last is None or item.hole.goal.file != last[0]:
+                return None
+            return float((item.hole.proof_start - last[1]) % (1 << 40))
 
         while True:
             if len(self.queue):
-                item = self.queue.pop(same_file, FILE_AFFINITY)
-                last = item.hole.goal.file
+                item = self.queue.pop(ahead_in_file, FILE_AFFINITY)
+                last = item.hole.goal.file, item.hole.proof_start
                 self.in_flight += 1
                 try:
                     await self.prove(item)
