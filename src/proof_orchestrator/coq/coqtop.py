@@ -12,7 +12,7 @@ Protocol facts this driver relies on (checked against Coq 8.16):
 
 So the driver sends exactly one sentence per line and frames replies by
 prompt. The process's output goes straight from the event loop's read callback
-to a :class:`_ReplyStream`, which cuts it into replies as it arrives and wakes
+to a :class:`ReplyStream`, which cuts it into replies as it arrives and wakes
 the request waiting for one; a reply that nobody asked for (the stream is out
 of step with the requests) is found there before the next request is written,
 and the process is killed: :class:`~proof_orchestrator.errors.ProverDesync`.
@@ -26,12 +26,9 @@ import enum
 import functools
 import logging
 import os
-import re
 import signal
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
 import psutil
 
@@ -39,20 +36,26 @@ from ..errors import (
     ProverCrashed,
     ProverDesync,
     ProverHung,
-    ProverReplyTooLarge,
     ProverStartError,
     SessionClosed,
     SourceSyntaxError,
 )
 from ..provers.accounting import PROVER_PROCESSES
-from ..provers.process import TRAFFIC, CpuReader, DescendantMeter, spawn, stop_process
+from ..provers.process import (
+    TRAFFIC,
+    CpuReader,
+    DescendantMeter,
+    request_in_flight,
+    spawn,
+    stop_process,
+)
+from .replies import Alarm, Fault, Reply, ReplyStream
 from .syntax import one_sentence
 
 __all__ = ["CoqTop", "CoqTopState", "Reply"]
 
 log = logging.getLogger(__name__)
 
-_PROMPT = re.compile(rb"<prompt>(.*?) < (\d+) \|(.*?)\| (\d+) < </prompt>")
 
 #: seconds a cancelled request gets to end after coqtop is interrupted, before the kill
 INTERRUPT_SECONDS = 2.0
@@ -68,139 +71,6 @@ class CoqTopState(enum.StrEnum):
     OPEN = "open"
     #: stopped (normally, or killed after a fault)
     CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """Everything coqtop printed for one sentence, and the prompt that ended it."""
-
-    output: str
-    state: int
-    proof: str
-    wall_seconds: float
-    cpu_seconds: float
-    #: the request passed its CPU limit and its helpers were killed (a salvaged request)
-    cut: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class _Fault:
-    error: Exception
-
-
-class _ReplyStream:
-    """coqtop's output, cut into replies as the event loop receives it.
-
-    :meth:`feed` and :meth:`eof` are called from the loop's read callback
-    (see :func:`~proof_orchestrator.provers.process.spawn`); a reply parsed
-    there wakes the request waiting in :meth:`next` directly.
-    """
-
-    def __init__(self, reply_cap: int) -> None:
-        self.items: deque[Reply | _Fault] = deque()
-        self._reply_cap = reply_cap
-        self._buffer = b""
-        self._scanned = 0  # a prompt sits on one line: the lines before this offset hold none
-        self._waiter: asyncio.Future[bool] | None = None
-        self._closed = False
-
-    def feed(self, data: bytes) -> None:
-        if self._closed:
-            return
-        buffer = self._buffer + data
-        # a chunk can hold many replies (a batch): cut them at offsets and drop
-        # what was read once at the end, not once per reply
-        taken = 0
-        while True:
-            match = _PROMPT.search(buffer, max(taken, self._scanned))
-            if match is None:
-                self._scanned = max(taken, buffer.rfind(b"\n") + 1) - taken
-                break
-            if match.start() - taken > self._reply_cap:
-                self._too_large()
-                return
-            output = buffer[taken : match.start()].decode(errors="replace")
-            taken = match.end()
-            self.items.append(
-                Reply(
-                    output=output.strip("\n"),
-                    state=int(match.group(2)),
-                    proof=match.group(1).decode(errors="replace"),
-                    wall_seconds=0.0,
-                    cpu_seconds=0.0,
-                )
-            )
-        self._buffer = buffer[taken:] if taken else buffer
-        if len(self._buffer) > self._reply_cap:
-            self._too_large()
-        self._wake()
-
-    def _too_large(self) -> None:
-        self.fail(ProverReplyTooLarge(f"a coqtop reply exceeded {self._reply_cap} bytes"))
-
-    def eof(self) -> None:
-        tail = self._buffer.decode(errors="replace").strip()
-        self.fail(ProverCrashed(f"coqtop exited (EOF); last output: {tail[-500:]!r}"))
-
-    def fail(self, error: Exception) -> None:
-        """End the stream: the next :meth:`next` (or the one waiting) gets ``error``."""
-        if self._closed:
-            return
-        self._closed = True
-        self._buffer = b""
-        self.items.append(_Fault(error))
-        self._wake()
-
-    def _wake(self) -> None:
-        if self.items and self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(False)
-
-    async def next(self, timeout: float, alarm: _Alarm | None = None) -> Reply | _Fault | None:
-        """The next reply (or the fault that ended the stream); None after ``timeout`` seconds.
-
-        ``alarm`` rings once if it comes due while waiting (one timer serves
-        both: most replies come before either).
-        """
-        if self.items:
-            return self.items.popleft()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            wake_at = deadline if alarm is None or alarm.rung else min(deadline, alarm.at)
-            waiter = self._waiter = loop.create_future()
-            timer = loop.call_at(wake_at, _settle, waiter)
-            try:
-                timed_out = await waiter
-            finally:
-                timer.cancel()
-                self._waiter = None
-            if self.items:
-                return self.items.popleft()
-            if timed_out:
-                if wake_at >= deadline:
-                    return None
-                assert alarm is not None
-                alarm.ring()
-
-
-@dataclass(slots=True)
-class _Alarm:
-    """Something to do once a request has taken until ``at`` (event-loop time)."""
-
-    at: float
-    action: Callable[[], None]
-    rung: bool = False
-
-    def ring(self) -> None:
-        if not self.rung:
-            self.rung = True
-            self.action()
-
-
-def _settle(waiter: asyncio.Future[bool]) -> None:
-    """The timer's end of a wait: wake the waiter, saying the time is up."""
-    if not waiter.done():
-        waiter.set_result(True)
 
 
 class CoqTop:
@@ -224,7 +94,7 @@ class CoqTop:
         self._temp_dir = temp_dir
         self._start_timeout = start_timeout
         self._proc: asyncio.subprocess.Process | None = None
-        self._replies = _ReplyStream(reply_cap)
+        self._replies = ReplyStream(reply_cap)
         self._lock = asyncio.Lock()
         self.state = CoqTopState.UNOPENED
         #: state number of the last prompt
@@ -424,74 +294,84 @@ class CoqTop:
         if self._throttle is not None:
             await self._throttle()  # the CPU governor may hold us back here
         async with self._lock:
-            self._check_usable()
-            if self._replies.items:
-                await self._poison(ProverDesync("coqtop sent a reply nobody asked for; killed it"))
-            proc = self._proc
-            if proc is None or proc.stdin is None:
-                raise SessionClosed("coqtop has no input pipe")
-            cpu_before = self._last_cpu  # idle between requests: the last reading will do
-            started = time.monotonic()
-            try:
-                proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
-                await proc.stdin.drain()
-            except (BrokenPipeError, ConnectionResetError) as exc:
-                await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
-            self.requests += len(lines)
-            TRAFFIC.count(len(lines))
-            salvage = max(salvage, self.salvage_seconds)
-            meter = self._descendants() if measure else None
-            self._cut = False
-            # most replies come within milliseconds: the sampler starts only
-            # once the request has taken one interval (an alarm is cheaper than a task)
-            watch: list[asyncio.Task[None]] = []
-            alarm = (
-                _Alarm(
-                    asyncio.get_running_loop().time() + meter.interval,
-                    functools.partial(
-                        self._start_watch, watch, meter, cpu_before, cpu_limit, salvage
-                    ),
-                )
-                if meter is not None
-                else None
+            with request_in_flight(self.pid):
+                return await self._send_locked(lines, timeout, measure, cpu_limit, salvage)
+
+    async def _send_locked(
+        self,
+        lines: Sequence[str],
+        timeout: float,
+        measure: bool,
+        cpu_limit: float | None,
+        salvage: float,
+    ) -> list[Reply]:
+        """:meth:`send_many`, with the lock held."""
+        self._check_usable()
+        if self._replies.items:
+            await self._poison(ProverDesync("coqtop sent a reply nobody asked for; killed it"))
+        proc = self._proc
+        if proc is None or proc.stdin is None:
+            raise SessionClosed("coqtop has no input pipe")
+        cpu_before = self._last_cpu  # idle between requests: the last reading will do
+        started = time.monotonic()
+        try:
+            proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
+            await proc.stdin.drain()
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            await self._poison(ProverCrashed(f"coqtop closed its input: {exc}"))
+        self.requests += len(lines)
+        TRAFFIC.count(len(lines))
+        salvage = max(salvage, self.salvage_seconds)
+        meter = self._descendants() if measure else None
+        self._cut = False
+        # most replies come within milliseconds: the sampler starts only
+        # once the request has taken one interval (an alarm is cheaper than a task)
+        watch: list[asyncio.Task[None]] = []
+        alarm = (
+            Alarm(
+                asyncio.get_running_loop().time() + meter.interval,
+                functools.partial(self._start_watch, watch, meter, cpu_before, cpu_limit, salvage),
             )
-            raw: list[tuple[Reply, float]] = []
-            try:
-                for _ in lines:
-                    reply = await self._next_reply(timeout, alarm)
-                    raw.append((reply, time.monotonic() - started))
-            except asyncio.CancelledError:
-                pending = len(lines) - len(raw)
-                if await asyncio.shield(self._recover(pending, salvage)):
-                    log.debug("coqtop %s kept after a cancelled request", self.pid)
-                    raise
-                log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
-                # its answer would arrive unasked for: the process is out of step now
-                self.fault = ProverDesync("a request was cancelled while coqtop was working")
-                await asyncio.shield(self.aclose())
+            if meter is not None
+            else None
+        )
+        raw: list[tuple[Reply, float]] = []
+        try:
+            for _ in lines:
+                reply = await self._next_reply(timeout, alarm)
+                raw.append((reply, time.monotonic() - started))
+        except asyncio.CancelledError:
+            pending = len(lines) - len(raw)
+            if await asyncio.shield(self._recover(pending, salvage)):
+                log.debug("coqtop %s kept after a cancelled request", self.pid)
                 raise
-            finally:
-                for sampler in watch:
-                    sampler.cancel()
-                if meter is not None and time.monotonic() - started > meter.interval:
-                    # the last reading of helpers still running, which then go: the
-                    # request is over, and an ATP left to itself runs on unaccounted
-                    meter.stop_leftovers()
-            cpu = max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0
-            last = len(raw) - 1
-            replies = [
-                Reply(
-                    output=r.output,
-                    state=r.state,
-                    proof=r.proof,
-                    wall_seconds=wall,
-                    cpu_seconds=cpu if i == last else 0.0,
-                    cut=i == last and self._cut,
-                )
-                for i, (r, wall) in enumerate(raw)
-            ]
-            self.current = replies[-1].state
-            return replies
+            log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
+            # its answer would arrive unasked for: the process is out of step now
+            self.fault = ProverDesync("a request was cancelled while coqtop was working")
+            await asyncio.shield(self.aclose())
+            raise
+        finally:
+            for sampler in watch:
+                sampler.cancel()
+            if meter is not None and time.monotonic() - started > meter.interval:
+                # the last reading of helpers still running, which then go: the
+                # request is over, and an ATP left to itself runs on unaccounted
+                meter.stop_leftovers()
+        cpu = max(self.refresh_cpu() - cpu_before, 0.0) if measure else 0.0
+        last = len(raw) - 1
+        replies = [
+            Reply(
+                output=r.output,
+                state=r.state,
+                proof=r.proof,
+                wall_seconds=wall,
+                cpu_seconds=cpu if i == last else 0.0,
+                cut=i == last and self._cut,
+            )
+            for i, (r, wall) in enumerate(raw)
+        ]
+        self.current = replies[-1].state
+        return replies
 
     async def write_raw(self, data: str) -> None:
         """Write bytes without framing. Only for tests that provoke a desync."""
@@ -578,7 +458,7 @@ class CoqTop:
         while pending and time.monotonic() - started < salvage:
             meter.stop_helpers()
             item = await self._replies.next(min(0.1, salvage - (time.monotonic() - started)))
-            if isinstance(item, _Fault):
+            if isinstance(item, Fault):
                 return False
             if item is not None:
                 self.current = item.state
@@ -620,7 +500,7 @@ class CoqTop:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGINT)
             item = await self._replies.next(min(0.1, left) if interrupting else left)
-            if isinstance(item, _Fault):
+            if isinstance(item, Fault):
                 return False
             quiet = item is None
             if item is not None:
@@ -633,7 +513,7 @@ class CoqTop:
         await self.aclose()
         raise error
 
-    async def _next_reply(self, timeout: float, alarm: _Alarm | None = None) -> Reply:
+    async def _next_reply(self, timeout: float, alarm: Alarm | None = None) -> Reply:
         item = await self._replies.next(timeout, alarm)
         if item is None:
             await self._poison(
@@ -642,7 +522,7 @@ class CoqTop:
                 )
             )
             raise AssertionError("unreachable: _poison raises")
-        if isinstance(item, _Fault):
+        if isinstance(item, Fault):
             await self._poison(item.error)
             raise item.error  # unreachable
         return item

@@ -22,7 +22,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
@@ -33,6 +33,9 @@ from ..errors import ProverHung, ProverNotFound
 
 #: the prover processes this process started and has not reaped yet
 _LIVE: dict[int, psutil.Process] = {}
+#: of those, the ones with a request in flight: an idle prover runs no helper (a
+#: request's helpers are killed when it ends), so only these are searched for them
+_BUSY: set[int] = set()
 
 
 @dataclass
@@ -56,6 +59,24 @@ TRAFFIC = Traffic()
 def live_processes() -> list[psutil.Process]:
     """Prover processes started by this process that are still running."""
     return list(_LIVE.values())
+
+
+def busy_processes() -> list[psutil.Process]:
+    """The live prover processes with a request in flight (:func:`request_in_flight`)."""
+    return [process for pid, process in _LIVE.items() if pid in _BUSY]
+
+
+@contextlib.contextmanager
+def request_in_flight(pid: int | None) -> Iterator[None]:
+    """Mark the prover ``pid`` busy for the block (see :func:`busy_processes`)."""
+    if pid is None:
+        yield
+        return
+    _BUSY.add(pid)
+    try:
+        yield
+    finally:
+        _BUSY.discard(pid)
 
 
 def process_cpu_seconds(proc: psutil.Process) -> float:
@@ -279,8 +300,10 @@ __all__ = [
     "CpuReader",
     "DescendantMeter",
     "FinishedRun",
+    "busy_processes",
     "live_processes",
     "process_cpu_seconds",
+    "request_in_flight",
     "run_command",
     "run_sync",
     "spawn",

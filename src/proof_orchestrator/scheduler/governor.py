@@ -43,7 +43,12 @@ from dataclasses import dataclass
 import psutil
 
 from ..config import Settings
-from ..provers.process import descendants_cpu_seconds, live_processes, process_cpu_seconds
+from ..provers.process import (
+    busy_processes,
+    descendants_cpu_seconds,
+    live_processes,
+    process_cpu_seconds,
+)
 from ..provers.tasks import task_group
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
@@ -83,9 +88,10 @@ def _tree_cpu() -> float:
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    provers = live_processes()
     return (
-        cpu + sum(process_cpu_seconds(proc) for proc in provers) + descendants_cpu_seconds(provers)
+        cpu
+        + sum(process_cpu_seconds(proc) for proc in live_processes())
+        + descendants_cpu_seconds(busy_processes())
     )
 
 
