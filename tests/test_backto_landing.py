@@ -74,7 +74,10 @@ async def test_a_cancelled_back_to_in_the_pool_leaves_a_true_record() -> None:
         # the next session is on another file: the pool sends ``BackTo 1`` first
         await _cancel_after_first_write(prover, top, FILE_B)
         assert top.alive, "the warm process was salvaged, not killed"
-        assert top.current == 1
+        # the cancelled session's load went on, and the pool recorded what it loaded
+        ((_, record),) = prover.pool._idle
+        assert record.codes == FILE_B
+        assert top.current == record.states[-1]
         # the first file again: the pool must know the process no longer holds it
         async with prover.session_at(_goal("a_lemma"), FILE_A) as again:
             assert again.pid == top.pid
