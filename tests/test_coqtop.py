@@ -264,14 +264,24 @@ async def test_a_cancelled_batch_ends_every_sentence_and_stays_in_step() -> None
 @pytest.mark.parametrize("delay_ms", [0, 2, 5, 10, 20])
 async def test_a_cancel_as_the_request_ends_leaves_the_replies_in_step(delay_ms: int) -> None:
     """The interrupt can land after the reply (coqtop is reading its input again): it
-    then answers with a prompt of its own and eats a character of the next line."""
+    then answers with a prompt of its own and eats a character of the next line.
+
+    Seldom, on a loaded machine, an interrupt as the request ends makes coqtop
+    8.16 itself exit (``Fatal error: exception Stdlib.Sys.Break``): the process
+    is then gone with that crash as its fault. Either way it is never alive and
+    out of step."""
     async with CoqTop() as top:
         await top.send("Goal True.", 10)
         for _ in range(4):
             request = asyncio.create_task(top.send("Timeout 5 (do 20000 idtac).", 60))
             await asyncio.sleep(delay_ms / 1000)
             await cancel_and_wait(request)
-            assert top.alive
+            if not top.alive:
+                assert isinstance(top.fault, ProverCrashed), top.fault
+                assert "Sys.Break" in str(top.fault)
+                with pytest.raises(SessionClosed):
+                    await top.send("Check I.", 10)
+                return
             reply = await top.send("Check I.", 10)
             assert ": True" in reply.output
             await asyncio.sleep(0.2)

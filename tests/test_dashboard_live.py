@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -90,13 +93,16 @@ def test_live_panel_follows_a_real_fill(project: tuple[Path, str], dashboard: st
             page.screenshot(path=str(ARTIFACTS / "dashboard-live-1.png"), full_page=True)
             # the CPU-share and memory charts draw the running command's trace, redrawn
             # as it goes (the page opened before the run had a sample: "no data yet" then)
-            page.wait_for_function(
-                """() => ['cpu', 'memory'].every(k => {
-                     const div = document.getElementById('chart-' + k);
-                     return div && div.dataset.live === 'running'
-                       && div.querySelectorAll('.scatterlayer .point').length >= 5; })""",
-                timeout=60_000,
-            )
+            try:
+                page.wait_for_function(
+                    """() => ['cpu', 'memory'].every(k => {
+                         const div = document.getElementById('chart-' + k);
+                         return div && div.dataset.live === 'running'
+                           && div.querySelectorAll('.scatterlayer .point').length >= 5; })""",
+                    timeout=60_000,
+                )
+            except Exception as exc:
+                raise AssertionError(_charts_state(page, dashboard, fill, log)) from exc
             points = page.evaluate("() => document.getElementById('chart-cpu').data[0].y.length")
             assert points >= 5
             assert page.locator("#chart-cpu .scatterlayer .point").count() >= 3
@@ -129,3 +135,23 @@ def test_live_panel_follows_a_real_fill(project: tuple[Path, str], dashboard: st
         if fill.poll() is None:
             os.killpg(fill.pid, signal.SIGTERM)
             fill.wait(timeout=30)
+
+
+def _charts_state(page: Any, dashboard: str, fill: subprocess.Popen[bytes], log: Path) -> str:
+    """What the page and the server showed when the charts did not follow the run."""
+    charts = page.evaluate(
+        """() => ['cpu', 'memory'].map(k => {
+             const div = document.getElementById('chart-' + k);
+             return [k, div ? div.dataset.live : 'no div', div ? div.className : '',
+                     div ? div.querySelectorAll('.scatterlayer .point').length : -1]; })"""
+    )
+    with urllib.request.urlopen(dashboard + "/api/live", timeout=10) as response:
+        runs = json.load(response)["runs"]
+    seen = []
+    for run in runs:
+        trace = (run["state"].get("cpu") or {}).get("trace") or {}
+        seen.append((run["run_id"], run["dead"], len(trace.get("t", []))))
+    return (
+        f"charts (key, data-live, class, points): {charts}; live runs (id, dead, trace samples): "
+        f"{seen}; fill exit code {fill.poll()}; fill log tail: {log.read_text()[-2000:]}"
+    )

@@ -345,9 +345,16 @@ class CoqTop:
             if await asyncio.shield(self._recover(pending, salvage)):
                 log.debug("coqtop %s kept after a cancelled request", self.pid)
                 raise
-            log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
-            # its answer would arrive unasked for: the process is out of step now
-            self.fault = ProverDesync("a request was cancelled while coqtop was working")
+            if self.fault is None:
+                log.debug("coqtop %s killed: a cancelled request did not end", self.pid)
+                # its answer would arrive unasked for: the process is out of step now
+                self.fault = ProverDesync("a request was cancelled while coqtop was working")
+            else:
+                log.debug(
+                    "coqtop %s ended while a cancelled request was brought back in step: %s",
+                    self.pid,
+                    self.fault,
+                )
             await asyncio.shield(self.aclose())
             raise
         finally:
@@ -448,7 +455,11 @@ class CoqTop:
         the marker is padded with spaces, and a second marker, sent with no
         interrupt on its way, takes up the prompt of an interrupt that landed
         after the first. (Checked on Coq 8.16: interrupts while busy, between
-        the sentences of a batch, and after the request had ended.)
+        the sentences of a batch, and after the request had ended.) Seldom, on a
+        loaded machine, the interrupt ends coqtop itself (``Fatal error:
+        exception Stdlib.Sys.Break``, seen in a few of hundreds of cancels that
+        land as the request ends): the process is then gone, that crash is its
+        fault, and its pool starts another. It is never left alive out of step.
         """
         meter = self._descendants()
         proc = self._proc
@@ -459,6 +470,7 @@ class CoqTop:
             meter.stop_helpers()
             item = await self._replies.next(min(0.1, salvage - (time.monotonic() - started)))
             if isinstance(item, Fault):
+                self.fault = item.error
                 return False
             if item is not None:
                 self.current = item.state
@@ -501,6 +513,7 @@ class CoqTop:
                     os.kill(proc.pid, signal.SIGINT)
             item = await self._replies.next(min(0.1, left) if interrupting else left)
             if isinstance(item, Fault):
+                self.fault = item.error
                 return False
             quiet = item is None
             if item is not None:
