@@ -17,6 +17,7 @@ from proof_orchestrator.provers.process import (
     _descendants,
     descendants_cpu_seconds,
 )
+from proof_orchestrator.provers.procfs import helper, rss_bytes
 
 
 def test_descendants_are_the_children_and_grandchildren_psutil_finds() -> None:
@@ -168,3 +169,26 @@ def _ends(process: psutil.Process, seconds: float = 5.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_a_helper_reads_its_cpu_until_it_ends_and_a_gone_one_is_not_killed() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        found = helper(busy.pid)
+        assert found is not None
+        assert found.pid == busy.pid
+        time.sleep(0.5)
+        cpu = found.cpu_seconds()
+        expected = psutil.Process(busy.pid).cpu_times()
+        assert cpu is not None
+        assert abs(cpu - (expected.user + expected.system)) < 0.05
+        assert rss_bytes(psutil.Process(busy.pid)) == psutil.Process(busy.pid).memory_info().rss
+        assert found.kill()
+        busy.wait(timeout=10)
+        assert found.cpu_seconds() is None
+        assert not found.kill()
+        assert helper(busy.pid) is None
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            busy.kill()
+        busy.wait(timeout=10)

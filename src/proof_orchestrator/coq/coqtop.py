@@ -49,6 +49,7 @@ from ..provers.process import (
     spawn,
     stop_process,
 )
+from ..provers.procfs import rss_bytes
 from .replies import Alarm, Fault, Reply, ReplyStream
 from .syntax import one_sentence
 
@@ -223,12 +224,8 @@ class CoqTop:
         return self._last_cpu
 
     def rss_bytes(self) -> int:
-        if self._proc is None or self._proc.returncode is not None:
-            return 0
-        try:
-            return int(psutil.Process(self._proc.pid).memory_info().rss)
-        except psutil.NoSuchProcess:
-            return 0
+        process = self._process()
+        return (rss_bytes(process) or 0) if process is not None else 0
 
     # -- protocol ----------------------------------------------------------
 

@@ -30,6 +30,7 @@ from typing import Protocol
 import psutil
 
 from ..errors import ProverHung, ProverNotFound
+from .procfs import CpuReader, Helper, helper
 
 #: the prover processes this process started and has not reaped yet
 _LIVE: dict[int, psutil.Process] = {}
@@ -61,6 +62,31 @@ def live_processes() -> list[psutil.Process]:
     return list(_LIVE.values())
 
 
+#: a kept-open reader of each live prover's CPU, for :func:`live_cpu_seconds`
+_READERS: dict[int, CpuReader] = {}
+
+
+def live_cpu_seconds() -> float:
+    """CPU of the live prover processes and of the children they reaped (one ``pread`` each)."""
+    total = 0.0
+    for pid, process in list(_LIVE.items()):
+        reader = _READERS.get(pid)
+        if reader is None:
+            reader = _READERS[pid] = CpuReader(process)
+        reading = reader.seconds()
+        if reading is not None:
+            total += reading[0] + reading[1]
+    return total
+
+
+def _forget(pid: int) -> None:
+    """The process ``pid`` has ended: it leaves the live registry."""
+    _LIVE.pop(pid, None)
+    reader = _READERS.pop(pid, None)
+    if reader is not None:
+        reader.close()
+
+
 def busy_processes() -> list[psutil.Process]:
     """The live prover processes with a request in flight (:func:`request_in_flight`)."""
     return [process for pid, process in _LIVE.items() if pid in _BUSY]
@@ -86,52 +112,6 @@ def process_cpu_seconds(proc: psutil.Process) -> float:
     except psutil.NoSuchProcess:
         return 0.0
     return t.user + t.system + t.children_user + t.children_system
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-class CpuReader:
-    """CPU of one process and of the children it reaped, read again and again cheaply.
-
-    A prover's CPU is read after every reply (tens of thousands of times in a
-    benchmark). psutil opens, reads and closes ``/proc/PID/stat`` each time;
-    this keeps the file open and re-reads it from offset 0, which the kernel
-    answers with fresh counters, at about a third of the cost. Where
-    ``/proc`` is not there, it asks psutil.
-    """
-
-    def __init__(self, process: psutil.Process) -> None:
-        self.process = process
-        self._fd: int | None = None
-        try:
-            self._fd = os.open(f"/proc/{process.pid}/stat", os.O_RDONLY)
-        except OSError:
-            self._fd = None
-
-    def seconds(self) -> tuple[float, float] | None:
-        """``(own, reaped children)`` CPU seconds, user + system; None once the process is gone."""
-        if self._fd is None:
-            try:
-                t = self.process.cpu_times()
-            except psutil.Error:
-                return None
-            return t.user + t.system, t.children_user + t.children_system
-        try:
-            data = os.pread(self._fd, 4096, 0)
-        except OSError:
-            return None  # reaped: the kernel no longer answers for this pid
-        # the fields after the command name, which is in parentheses and may hold spaces
-        fields = data[data.rindex(b")") + 2 :].split()
-        if not fields:
-            return None
-        utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
-        return (utime + stime) / _CLOCK_TICKS, (cutime + cstime) / _CLOCK_TICKS
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 def _children_pids(pid: int) -> list[int] | None:
@@ -161,24 +141,25 @@ def _children_pids(pid: int) -> list[int] | None:
     return found
 
 
-def _descendants(root: psutil.Process) -> list[psutil.Process]:
+def _descendants(root: psutil.Process) -> list[Helper]:
     """Every descendant of ``root`` (children, their children, ...)."""
     pending = _children_pids(root.pid)
     if pending is None:
-        return root.children(recursive=True)
-    found: list[psutil.Process] = []
+        found = (helper(child.pid) for child in root.children(recursive=True))
+        return [h for h in found if h is not None]
+    found_helpers: list[Helper] = []
     seen: set[int] = set()
     while pending:
         pid = pending.pop()
         if pid in seen:
             continue
         seen.add(pid)
-        try:
-            found.append(psutil.Process(pid))
-        except psutil.NoSuchProcess:
+        one = helper(pid)
+        if one is None:
             continue
+        found_helpers.append(one)
         pending += _children_pids(pid) or []
-    return found
+    return found_helpers
 
 
 def descendants_cpu_seconds(roots: Sequence[psutil.Process]) -> float:
@@ -193,7 +174,7 @@ def descendants_cpu_seconds(roots: Sequence[psutil.Process]) -> float:
     total = 0.0
     for root in roots:
         for proc in _descendants(root):
-            total += process_cpu_seconds(proc)
+            total += proc.cpu_seconds() or 0.0
     return total
 
 
@@ -213,9 +194,9 @@ class DescendantMeter:
     def __init__(self, root: psutil.Process, interval: float = 0.25) -> None:
         self.root = root
         self.interval = interval
-        self._seen: dict[tuple[int, float], float] = {}
-        #: the helpers seen that may still run, by (pid, start time)
-        self._live: dict[tuple[int, float], psutil.Process] = {}
+        self._seen: dict[Helper, float] = {}
+        #: the helpers seen that may still run
+        self._live: set[Helper] = set()
 
     def sample(self) -> None:
         try:
@@ -225,16 +206,13 @@ class DescendantMeter:
         for process in descendants:
             self._read(process)
 
-    def _read(self, process: psutil.Process) -> bool:
+    def _read(self, process: Helper) -> bool:
         """Keep ``process``'s CPU reading; False when it is gone."""
-        try:
-            with process.oneshot():
-                times = process.cpu_times()
-                key = (process.pid, process.create_time())
-        except psutil.Error:
+        cpu = process.cpu_seconds()
+        if cpu is None:
             return False
-        self._seen[key] = max(self._seen.get(key, 0.0), times.user + times.system)
-        self._live[key] = process
+        self._seen[process] = max(self._seen.get(process, 0.0), cpu)
+        self._live.add(process)
         return True
 
     def stop_leftovers(self) -> int:
@@ -246,21 +224,20 @@ class DescendantMeter:
         process group, until its own time limit, charged to nobody (measured:
         115 of a 365 CPU s fill's process tree on one file). Called when a
         request has ended, this reads each one's CPU a last time (so it counts)
-        and kills it with its process group. ``psutil`` checks the start time,
+        and kills it with its process group. Its start time is checked first,
         so a recycled pid is left alone.
         """
         self.sample()
         killed = 0
-        for key, process in list(self._live.items()):
+        for process in list(self._live):
+            self._live.discard(process)
             if not self._read(process):
-                del self._live[key]
                 continue
-            with contextlib.suppress(psutil.Error, OSError):
+            with contextlib.suppress(OSError):
                 if os.getpgid(process.pid) == process.pid:
                     os.killpg(process.pid, signal.SIGKILL)  # htimeout and its ATP
-                process.kill()
-                killed += 1
-            del self._live[key]
+            process.kill()
+            killed += 1
         return killed
 
     def stop_helpers(self) -> int:
@@ -273,14 +250,7 @@ class DescendantMeter:
             descendants = _descendants(self.root)
         except psutil.Error:
             return 0
-        killed = 0
-        for process in descendants:
-            try:
-                process.kill()
-                killed += 1
-            except psutil.Error:
-                continue
-        return killed
+        return sum(process.kill() for process in descendants)
 
     def total(self) -> float:
         """Own CPU of every descendant seen, summed."""
@@ -301,6 +271,7 @@ __all__ = [
     "DescendantMeter",
     "FinishedRun",
     "busy_processes",
+    "live_cpu_seconds",
     "live_processes",
     "process_cpu_seconds",
     "request_in_flight",
@@ -429,7 +400,7 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     started in a session of its own) are killed too: one of them holding the
     prover's output pipe would keep it open after the prover is gone.
     """
-    strays: list[psutil.Process] = []
+    strays: list[Helper] = []
     if proc.returncode is None:
         with contextlib.suppress(psutil.Error):
             strays = _descendants(psutil.Process(proc.pid))
@@ -444,8 +415,7 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
     for stray in strays:
-        with contextlib.suppress(psutil.Error):
-            stray.kill()
+        stray.kill()
     if proc.stdin is not None and not proc.stdin.is_closing():
         proc.stdin.close()
     await proc.wait()
@@ -454,7 +424,7 @@ async def stop_process(proc: asyncio.subprocess.Process, grace: float = 1.0) -> 
     transport = getattr(proc, "_transport", None)
     if transport is not None:
         transport.close()
-    _LIVE.pop(proc.pid, None)
+    _forget(proc.pid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -515,7 +485,7 @@ async def run_command(
     except BaseException:
         await stop_process(proc)
         raise
-    _LIVE.pop(proc.pid, None)
+    _forget(proc.pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     returncode = proc.returncode if proc.returncode is not None else await proc.wait()
     own = _children_cpu(times.decode(errors="replace"))

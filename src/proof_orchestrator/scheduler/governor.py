@@ -46,9 +46,10 @@ from ..config import Settings
 from ..provers.process import (
     busy_processes,
     descendants_cpu_seconds,
+    live_cpu_seconds,
     live_processes,
-    process_cpu_seconds,
 )
+from ..provers.procfs import rss_bytes
 from ..provers.tasks import task_group
 
 __all__ = ["CpuGovernor", "CpuSample", "trace_summary"]
@@ -82,26 +83,24 @@ def _tree_cpu() -> float:
     those started in turn (CoqHammer's ATPs).
 
     This process and its reaped children come from ``getrusage``; live provers
-    from one ``/proc`` read each; their live children from one scan of the
-    process table (:func:`~..provers.process.descendants_cpu_seconds`).
+    from one ``/proc`` read each; the live children of provers in a request
+    from their own ``/proc`` files (:func:`~..provers.process.descendants_cpu_seconds`).
     """
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    return (
-        cpu
-        + sum(process_cpu_seconds(proc) for proc in live_processes())
-        + descendants_cpu_seconds(busy_processes())
-    )
+    return cpu + live_cpu_seconds() + descendants_cpu_seconds(busy_processes())
 
 
 def _tree_rss_mb() -> tuple[float, tuple[float, ...]]:
     """RSS of the whole tree and of each live prover, MiB."""
     provers: list[float] = []
     for proc in live_processes():
-        with contextlib.suppress(psutil.NoSuchProcess):
-            provers.append(proc.memory_info().rss / 1024**2)
-    return _SELF.memory_info().rss / 1024**2 + sum(provers), tuple(round(p, 1) for p in provers)
+        rss = rss_bytes(proc)
+        if rss is not None:
+            provers.append(rss / 1024**2)
+    own = rss_bytes(_SELF) or 0
+    return own / 1024**2 + sum(provers), tuple(round(p, 1) for p in provers)
 
 
 class CpuGovernor:
