@@ -26,6 +26,7 @@ ever a result.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import re
 import time
@@ -95,6 +96,13 @@ def token_map(neighbour: str, goal: str) -> dict[str, str]:
     equal length pairs its identifiers one to one. A name already paired keeps
     its first partner.
     """
+    return dict(_token_pairs(neighbour, goal))
+
+
+@functools.lru_cache(maxsize=4096)
+def _token_pairs(neighbour: str, goal: str) -> tuple[tuple[str, str], ...]:
+    """:func:`token_map` as pairs, kept: a goal meets the same neighbours at every
+    attempt, and the alignment is the costliest part of adapting one."""
     a, b = _idents(neighbour), _idents(goal)
     found: dict[str, str] = {}
     taken: set[str] = set()
@@ -106,7 +114,7 @@ def token_map(neighbour: str, goal: str) -> dict[str, str]:
             if old != new and old not in found and new not in taken:
                 found[old] = new
                 taken.add(new)
-    return found
+    return tuple(found.items())
 
 
 def rename(script: str, mapping: dict[str, str], whole_only: Iterable[str] = ()) -> str:
