@@ -182,6 +182,9 @@ def test_a_helper_reads_its_cpu_until_it_ends_and_a_gone_one_is_not_killed() -> 
         expected = psutil.Process(busy.pid).cpu_times()
         assert cpu is not None
         assert abs(cpu - (expected.user + expected.system)) < 0.05
+        with_reaped = found.cpu_seconds(reaped=True)
+        assert with_reaped is not None
+        assert with_reaped >= cpu
         assert rss_bytes(psutil.Process(busy.pid)) == psutil.Process(busy.pid).memory_info().rss
         assert found.kill()
         busy.wait(timeout=10)
@@ -192,3 +195,31 @@ def test_a_helper_reads_its_cpu_until_it_ends_and_a_gone_one_is_not_killed() -> 
         with contextlib.suppress(ProcessLookupError):
             busy.kill()
         busy.wait(timeout=10)
+
+
+def test_the_cpu_of_a_helper_s_ended_child_stays_in_the_tree() -> None:
+    """An ATP reaped by its ``htimeout`` leaves its CPU in that parent's counters: the
+    sum over the prover's descendants keeps it (it neither drops nor counts twice)."""
+    busy = (
+        "import time; end = time.process_time() + 0.6; "
+        "all(iter(lambda: time.process_time() < end, False))"
+    )
+    inner = f"{sys.executable} -c '{busy}'; sleep 30"
+    shell = subprocess.Popen(["sh", "-c", f'sh -c "{inner}"; sleep 30'])
+    try:
+        root = psutil.Process(shell.pid)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            names = [p.name() for p in root.children(recursive=True)]
+            if "sleep" in names and not any("python" in n for n in names):
+                break  # the busy child has ended and was reaped by the inner shell
+            time.sleep(0.1)
+        else:
+            pytest.fail("the busy child did not end")
+        assert descendants_cpu_seconds([root]) >= 0.5
+    finally:
+        for process in psutil.Process(shell.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        shell.kill()
+        shell.wait(timeout=10)

@@ -174,7 +174,9 @@ def descendants_cpu_seconds(roots: Sequence[psutil.Process]) -> float:
     total = 0.0
     for root in roots:
         for proc in _descendants(root):
-            total += proc.cpu_seconds() or 0.0
+            # with what each reaped: an ATP's CPU moves to its parent when it ends,
+            # and the total must neither lose it nor count it twice
+            total += proc.cpu_seconds(reaped=True) or 0.0
     return total
 
 

@@ -100,18 +100,22 @@ class Helper:
     #: the psutil handle where ``/proc`` cannot be read; None on Linux
     handle: psutil.Process | None = field(default=None, compare=False)
 
-    def cpu_seconds(self) -> float | None:
-        """Its own CPU (user + system) now; None once it is gone."""
+    def cpu_seconds(self, *, reaped: bool = False) -> float | None:
+        """Its own CPU (user + system) now, with ``reaped`` also that of the children
+        it has reaped (an ATP under ``htimeout``); None once it is gone."""
         if self.handle is not None:
             try:
                 t = self.handle.cpu_times()
             except psutil.Error:
                 return None
-            return t.user + t.system
+            return t.user + t.system + (t.children_user + t.children_system if reaped else 0.0)
         fields = _stat(self.pid)
         if fields is None or float(fields[_STARTTIME]) != self.started:
             return None
-        return (int(fields[_UTIME]) + int(fields[_STIME])) / _CLOCK_TICKS
+        ticks = int(fields[_UTIME]) + int(fields[_STIME])
+        if reaped:
+            ticks += int(fields[_CUTIME]) + int(fields[_CSTIME])
+        return ticks / _CLOCK_TICKS
 
     def kill(self) -> bool:
         """SIGKILL it, unless it is gone (or its pid names another process now)."""
