@@ -32,18 +32,21 @@ def _fields(data: bytes) -> list[bytes]:
     return data[data.rindex(b")") + 2 :].split()
 
 
+def _read(path: str) -> bytes:
+    """One read of a small ``/proc`` file (raises ``OSError`` as ``open`` and ``read`` do)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, 4096)
+    finally:
+        os.close(fd)
+
+
 def _stat(pid: int) -> list[bytes] | None:
     """The fields of ``/proc/PID/stat`` (see :func:`_fields`); None when it cannot be read."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        data = _read(f"/proc/{pid}/stat")
     except OSError:
         return None
-    try:
-        data = os.read(fd, 4096)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     fields = _fields(data) if data else []
     return fields if len(fields) > _STARTTIME else None
 
@@ -150,19 +153,13 @@ def helper(pid: int) -> Helper | None:
 def rss_bytes(process: psutil.Process) -> int | None:
     """Resident memory of ``process`` in bytes (``/proc/PID/statm``); None when it is gone."""
     try:
-        fd = os.open(f"/proc/{process.pid}/statm", os.O_RDONLY)
+        data = _read(f"/proc/{process.pid}/statm")
     except FileNotFoundError:
         return None
-    except OSError:
+    except OSError:  # no /proc here
         try:
             return int(process.memory_info().rss)
         except psutil.Error:
             return None
-    try:
-        data = os.read(fd, 512)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     parts = data.split()
     return int(parts[1]) * _PAGE_SIZE if len(parts) > 1 else None
