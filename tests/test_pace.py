@@ -161,7 +161,8 @@ def test_running_passes_count_so_that_long_budgets_are_not_underestimated() -> N
     over the passes that ended alone said a third of the time left on extructures.
     With the running passes counted as cut-off observations, the median estimate at
     20, 50 and 80 % of the goals (20 shuffled runs each) is within 1.5x of the truth
-    on two mixes; without them, several medians are not (0.07x at 20 % on one)."""
+    on two mixes; without them, one is not (0.07x at 20 % on one; before the estimate
+    also followed the latest passes, three were not)."""
 
     def medians(easy: int, hard: int, track_running: bool) -> list[float]:
         found = []
@@ -179,7 +180,7 @@ def test_running_passes_count_so_that_long_budgets_are_not_underestimated() -> N
         tracked = medians(easy, hard, True)
         assert all(1 / 1.5 <= m <= 1.5 for m in tracked), (easy, hard, tracked)
     untracked = medians(20, 10, False) + medians(24, 6, False)
-    assert sum(not 1 / 1.5 <= m <= 1.5 for m in untracked) >= 3, untracked
+    assert min(untracked) < 0.2, untracked
 
 
 def test_the_restricted_mean_counts_cut_off_passes_up_to_the_budget() -> None:
@@ -191,3 +192,29 @@ def test_the_restricted_mean_counts_cut_off_passes_up_to_the_budget() -> None:
     assert restricted_mean(observations, 100.0, after=50.0) == 100.0
     # every pass ended: the plain mean
     assert restricted_mean([(1.0, True), (3.0, True)], 100.0) == 2.0
+
+
+def test_later_goals_are_expected_to_be_like_the_latest_not_like_the_mean() -> None:
+    """Goals run easiest first: the first ten of 30 time out (40 CPU s) one time in ten,
+    the next ten one in two, the last ten nine in ten. At half and at four fifths of the
+    goals the estimate follows the latest passes, so it says more time than the mean of
+    all passes would, and is nearer the truth."""
+    rng = random.Random(7)
+    costs: list[float] = []
+    for timeouts in (0.1, 0.5, 0.9):
+        costs += [40.0 if rng.random() < timeouts else rng.uniform(0.3, 5) for _ in range(10)]
+    clock = Clock()
+    pace = PaceModel(clock=clock)
+    points = []
+    for index, cost in enumerate(costs):
+        pace.pass_started()
+        clock.now += cost
+        pace.pass_ended(revisit=False, cpu_seconds=cost, requeued=False)
+        points.append((index + 1, clock.now, pace.eta_seconds(len(costs))))
+    end = clock.now
+    for done in (15, 24):
+        _, now, eta = points[done - 1]
+        assert eta is not None
+        mean_of_all = statistics.mean(costs[:done]) * (len(costs) - done)
+        truth = end - now
+        assert mean_of_all < eta <= truth * 1.5, (done, mean_of_all, eta, truth)

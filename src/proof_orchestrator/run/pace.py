@@ -18,6 +18,9 @@ instead:
   used (Kaplan-Meier), what survives past every observation ends at the
   pass's budget, and a running pass is expected to take the mean of the
   passes that lasted longer than it has so far;
+* a goal whose first pass has not started is expected to take the larger of that
+  mean and the mean of the latest half of the first passes (goals run easiest
+  first, so the later ones are harder);
 * the rate is the CPU the passes spent (those that ended, and what the ones
   running have used so far) over the recent past: the last third of the
   search, at least a minute. A machine that other work loads, or stops
@@ -31,7 +34,10 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["PaceModel", "restricted_mean"]
+__all__ = ["RECENT_MIN", "PaceModel", "restricted_mean"]
+
+#: first passes ended before the latest half of them can say more than the mean of all
+RECENT_MIN = 8
 
 
 def _survival(observations: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
@@ -185,10 +191,13 @@ class PaceModel:
         observations = [(cpu, True) for cpu in self.first_samples]
         observations += [(used, False) for _, used in first_running]
         cap = self.first_cap
-        first_mean = (
-            restricted_mean(observations, cap)
-            if first_running
-            else self.first_cpu / self.first_passes
+        first_mean = max(
+            (
+                restricted_mean(observations, cap)
+                if first_running
+                else self.first_cpu / self.first_passes
+            ),
+            self._recent_first_mean(),
         )
         timeout_rate = self.first_timeouts / self.first_passes
         if self.revisits:
@@ -222,6 +231,22 @@ class PaceModel:
             + (self.revisits_waiting + first_left * timeout_rate) * revisit_mean
         )
         return round(max(0.0, left - max(0.0, in_flight_cpu)) / rate, 1)
+
+    def _recent_first_mean(self) -> float:
+        """The mean CPU of the latest half of the first passes that ended (0 with fewer
+        than :data:`RECENT_MIN` of them).
+
+        Goals are taken in order of their chance (the bandit's, easiest first), so
+        the passes still to come are rather like the latest ones than like the mean
+        of all: on extructures at 40 CPU s per goal, the first 15 passes took 21 CPU
+        s on average and the last 15 took 32, and the mean of all said 0.65 of the
+        time really left at half the goals.
+        """
+        samples = self.first_samples
+        if len(samples) < RECENT_MIN:
+            return 0.0
+        recent = samples[-max(RECENT_MIN // 2, len(samples) // 2) :]
+        return sum(recent) / len(recent)
 
     def _rate(self, now: float, spent: float) -> float | None:
         """CPU seconds spent per second over the recent past (see the module's docstring)."""
