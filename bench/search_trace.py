@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.session import CoqProver
+from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.knn import FileModels
 from proof_orchestrator.coq.strategies.search import SearchStrategy
 from proof_orchestrator.goals import Budget

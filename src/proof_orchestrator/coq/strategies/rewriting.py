@@ -20,12 +20,17 @@ with ssreflect, ``reflexivity``, ``auto``, ``easy``, ``tauto`` and
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import itertools
 import math
 import re
 import time
+import weakref
 from collections.abc import Sequence
 
 from ...goals import Budget, Goal, Outcome
+from ...learn import Corpus
 from ...provers.base import ProofState, TacticStatus
 from ...strategies.base import StrategyDefaults, StrategyResult
 from ..learning import LEARNING
@@ -34,14 +39,24 @@ from ..script import passes_gate
 from ..session import CoqSession
 from ..syntax import split_top_level
 from .analogy import adapted_scripts
-from .lemma_search import bound_names, plain_goal
+from .lemma_search import GENERIC, bound_names, plain_goal
 from .micro import FixedScripts
-from .retrieval import index_for
+from .retrieval import PremiseIndex, index_for
 
-__all__ = ["RewriteStrategy", "rewrite_names"]
+__all__ = [
+    "PLUMBING",
+    "RewriteStrategy",
+    "interleave",
+    "introduced_names",
+    "popular_rewrites",
+    "rewrite_names",
+    "unfoldable",
+]
 
 _IDENT = re.compile(r"[A-Za-z_][\w'.]*")
-_REWRITE = re.compile(r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b([^;|\]]*)")
+#: a rewrite's clause: up to a ``;``, a ``|`` or a ``]`` that closes no ``[`` of its own
+#: (``rewrite -[ord1]inord_val`` rewrites with ``inord_val`` at the pattern ``ord1``)
+_REWRITE = re.compile(r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b((?:[^;|\[\]]|\[[^\[\]]*\])*)")
 #: words inside a rewrite clause that are not lemmas
 _NOT_LEMMAS = frozenset({"in", "at", "by", "as", "with", "using", "fun", "forall", "_"})
 #: ssreflect's closers: ``done`` and the boolean reflection idioms of mathcomp
@@ -61,22 +76,106 @@ REPEAT = 3
 MAX_UNFOLDS = 3
 #: the nearest proofs whose names are also carried over to the goal (:mod:`.analogy`)
 ADAPTED = 3
+#: the names the most visible proofs rewrite with, offered from each corpus (the file and
+#: the project files it imports; the libraries it loads)
+POPULAR = 4
+#: equations ranked against each state's own goal, offered at that state (both directions)
+STATE_LEMMAS = 2
 #: a statement that can be rewritten with: an equation or an equivalence
 _EQUATIONAL = re.compile(r"=|<->")
 
 
+#: names a script gives to hypotheses: an intro pattern (``=> x Hx``, ``intros n IH``), a
+#: ``have``/``set``/``pose``/``remember`` (up to the sentence's end or the next ``;``)
+_INTRODUCED = re.compile(
+    r"(?:=>|\bintros?\b|\bdestruct\b.*?\bas\b)([^.;]*)"
+    r"|\b(?:have|set|pose)\s+([A-Za-z_][\w']*)"
+)
+
+
+def introduced_names(script: str) -> set[str]:
+    """The hypothesis names a script introduces (never lemmas to rewrite with elsewhere)."""
+    found: set[str] = set()
+    for pattern, single in _INTRODUCED.findall(script):
+        found.update(_IDENT.findall(pattern))
+        if single:
+            found.add(single)
+    return found
+
+
 def rewrite_names(script: str, bound: Sequence[str] = ()) -> list[str]:
     """The names a script rewrites with, in order (``rewrite !in_fsetI andbC`` ->
-    ``in_fsetI``, ``andbC``), less the ``bound`` ones (its hypotheses)."""
-    skip = set(bound) | _NOT_LEMMAS
+    ``in_fsetI``, ``andbC``), less the ``bound`` ones (its hypotheses) and those its
+    intro patterns name.
+
+    A clause ends with its sentence: ``have H : P. by rewrite L.`` is two clauses,
+    not one that rewrites with ``rewrite``."""
+    skip = set(bound) | _NOT_LEMMAS | introduced_names(script)
     found: list[str] = []
     for clause in _REWRITE.findall(script):
-        clause = re.split(r"\s(?:in|at)\s|\.\s*$|\.$", clause)[0]
-        for word in _IDENT.findall(re.sub(r"\{[^}]*\}", " ", clause)):
+        clause = re.split(r"\s(?:in|at)\s|\.(?:\s|$)", clause)[0]
+        # ``{x}`` clears, ``[p]`` patterns and ``/c`` unfolds (ssreflect) name no lemma
+        clause = re.sub(r"\{[^}]*\}|\[[^\]]*\]|/[A-Za-z_][\w'.]*", " ", clause)
+        for word in _IDENT.findall(clause):
             word = word.rstrip(".")
             if word and word not in skip and not word[0].isdigit():
                 found.append(word)
     return list(dict.fromkeys(found))
+
+
+#: constants behind notations whose unfolding shows only the notation's machinery
+#: (``x \in A`` is ``in_mem x (mem A)``; ``iff`` and the logic's connectives): never the
+#: project's own definition that a one-line proof unfolds (``rewrite /Neg``)
+PLUMBING = GENERIC | {
+    "in_mem",
+    "mem",
+    "pred_of_simpl",
+    "pred_of_mem",
+    "simpl_pred",
+    "is_true",
+    "pair",
+    "fst",
+    "snd",
+    "negb",
+    "andb",
+    "orb",
+    "nat_of_ord",
+}
+
+
+def unfoldable(constants: Sequence[str], limit: int = MAX_UNFOLDS) -> list[str]:
+    """The first ``limit`` of a goal's constants worth a ``rewrite /c`` (not :data:`PLUMBING`)."""
+    return [c for c in constants if c not in PLUMBING][:limit]
+
+
+def interleave(*sources: Sequence[str]) -> list[str]:
+    """The names of ``sources`` taken in turn (the first of each, then the second...),
+    each once."""
+    found: dict[str, None] = {}
+    for row in itertools.zip_longest(*sources):
+        for name in row:
+            if name is not None:
+                found.setdefault(name)
+    return list(found)
+
+
+#: the rewrite rules the most visible proofs use, per corpus (counted once per corpus)
+_POPULAR: weakref.WeakKeyDictionary[Corpus, tuple[int, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def popular_rewrites(corpus: Corpus, k: int) -> list[str]:
+    """The ``k`` names the most proofs of ``corpus`` rewrite with, at least two of them
+    (mathcomp's ``inE``, a project's own ``setmE``): the rules a rewrite chain of the
+    library's style is made of, whether or not the nearest proofs use them."""
+    cached = _POPULAR.get(corpus)
+    if cached is None or cached[0] != len(corpus):
+        counts: collections.Counter[str] = collections.Counter()
+        for example in corpus.examples:
+            bound = bound_names(example.statement)
+            counts.update(set(rewrite_names(" ".join(example.script), sorted(bound))))
+        cached = (len(corpus), [name for name, n in counts.most_common(4 * k) if n >= 2])
+        _POPULAR[corpus] = cached
+    return cached[1][:k]
 
 
 def _exact_scripts(lemmas: Sequence[str], ssr: bool) -> list[str]:
@@ -150,9 +249,23 @@ class RewriteStrategy(StrategyDefaults):
                     openings.append(opening)
         index = await index_for(session)
         ranked = index.rank(goal.statement, 2 * self.lemmas, exclude=[goal.name])
-        lemmas = [n for n in dict.fromkeys([*names, *(p.name for p in ranked)]) if n != goal.name]
-        names += [p.name for p in ranked if _EQUATIONAL.search(p.statement)]
-        names = [n for n in dict.fromkeys(names) if n != goal.name][: 2 * self.lemmas]
+        lemmas = [
+            n
+            for n in interleave(list(dict.fromkeys(names)), [p.name for p in ranked])
+            if n != goal.name
+        ]
+        popular = await asyncio.to_thread(
+            lambda: interleave(
+                popular_rewrites(visible.local, POPULAR), popular_rewrites(visible.library, POPULAR)
+            )
+        )
+        # the three sources take turns, so that no one of them fills every slot
+        names = interleave(
+            list(dict.fromkeys(names)),
+            [p.name for p in ranked if _EQUATIONAL.search(p.statement)],
+            popular,
+        )
+        names = [n for n in names if n != goal.name][: 2 * self.lemmas]
         if not names and not lemmas:
             return StrategyResult(Outcome.FAILED, (), 0, 0.0, time.monotonic() - started)
         # a lemma that is the goal up to its arguments or a view: one sentence
@@ -166,15 +279,20 @@ class RewriteStrategy(StrategyDefaults):
         # bounded: ``rewrite !addnC`` rewrites until its timeout (a commutativity loops)
         # (once, and with ssreflect also a few times more: a commutativity used an even
         # number of times changes nothing)
-        steps = [f"rewrite {n}." for n in names[: self.lemmas]]
+        # With ssreflect each rewrite also simplifies and closes what ``done`` closes
+        # (``//=``): the side conditions of ``inordK`` go, ``(p, q).1`` becomes ``p``,
+        # and a chain needs no ``/=`` step of its own (``rewrite inE runL /= inordK``).
+        tail = " //=" if ssr else ""
+        steps = [f"rewrite {n}{tail}." for n in names[: self.lemmas]]
         if ssr:
-            steps += [f"rewrite {n} {REPEAT}?{n}." for n in names[: self.lemmas]]
+            steps += [f"rewrite {n} {REPEAT}?{n}{tail}." for n in names[: self.lemmas]]
         steps += [
-            f"rewrite -{n}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
+            f"rewrite -{n}{tail}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
         ]
         if ssr:  # unfold what the goal names, simplify
-            steps += [f"rewrite /{c}." for c in (plain.constants if plain else [])[:MAX_UNFOLDS]]
+            steps += [f"rewrite /{c}." for c in unfoldable(plain.constants if plain else [])]
             steps.append("rewrite /=.")
+        offered = frozenset(names[: self.lemmas])
         starts = ["intros.", *dict.fromkeys(openings)][:3]
         expanded = 0
         outcome = Outcome.FAILED
@@ -207,10 +325,13 @@ class RewriteStrategy(StrategyDefaults):
             tried += 1
             if not first.ok:
                 continue
-            frontier: list[tuple[ProofState, tuple[str, ...]]] = [(first.state, (start,))]
+            shown = first.goals[0] if first.goals else ""
+            frontier: list[tuple[ProofState, str, tuple[str, ...]]] = [
+                (first.state, shown, (start,))
+            ]
             for _depth in range(self.depth + 1):
-                following: list[tuple[ProofState, tuple[str, ...]]] = []
-                for state, script in frontier:
+                following: list[tuple[ProofState, str, tuple[str, ...]]] = []
+                for state, shown, script in frontier:
                     if spent():
                         break
                     closed = await self._close(session, state, closers, seconds, left())
@@ -226,9 +347,10 @@ class RewriteStrategy(StrategyDefaults):
                     if _depth == self.depth or expanded >= self.nodes:
                         continue
                     expanded += 1
-                    fits = await probe(session, steps, state, timeout=seconds)
+                    here = [*self._fitting(index, shown, offered, goal.name, tail, ssr), *steps]
+                    fits = await probe(session, here, state, timeout=seconds)
                     chosen = [
-                        s for s, ok in zip(steps, fits or [True] * len(steps), strict=True) if ok
+                        s for s, ok in zip(here, fits or [True] * len(here), strict=True) if ok
                     ]
                     for step in chosen[: self.width]:
                         result = await session.run_tactic(step, state, timeout=seconds)
@@ -242,7 +364,8 @@ class RewriteStrategy(StrategyDefaults):
                                 time.monotonic() - started,
                             )
                         if result.ok:
-                            following.append((result.state, (*script, step)))
+                            now = result.goals[0] if result.goals else ""
+                            following.append((result.state, now, (*script, step)))
                 frontier = following[: self.width]
                 if not frontier:
                     break
@@ -251,6 +374,30 @@ class RewriteStrategy(StrategyDefaults):
         return StrategyResult(
             outcome, (), tried, session.cpu_seconds() - cpu_start, time.monotonic() - started
         )
+
+    @staticmethod
+    def _fitting(
+        index: PremiseIndex,
+        shown: str,
+        offered: frozenset[str],
+        goal_name: str,
+        tail: str,
+        ssr: bool,
+    ) -> list[str]:
+        """Rewrites with the equations that rank best against the state's own goal
+        (``shown``), not offered already: a chain's later steps rewrite what its first
+        steps uncovered (``rewrite -dfa_to_re_correct`` shows ``dfa_compl``, and
+        ``dfa_compl_correct`` rewrites it), which a ranking against the statement
+        does not see."""
+        conclusion = shown.split("====", 1)[-1].lstrip("=").strip()
+        if not conclusion:
+            return []
+        ranked = index.rank(conclusion, 3 * STATE_LEMMAS, exclude=[goal_name])
+        names = [p.name for p in ranked if _EQUATIONAL.search(p.statement)]
+        fresh = [n for n in names if n not in offered][:STATE_LEMMAS]
+        found = [f"rewrite {n}{tail}." for n in fresh]
+        found += [f"rewrite -{n}{tail}." if ssr else f"rewrite <- {n}." for n in fresh]
+        return found
 
     @staticmethod
     async def _close(
