@@ -54,9 +54,12 @@ __all__ = [
 ]
 
 _IDENT = re.compile(r"[A-Za-z_][\w'.]*")
-#: a rewrite's clause: up to a ``;``, a ``|`` or a ``]`` that closes no ``[`` of its own
-#: (``rewrite -[ord1]inord_val`` rewrites with ``inord_val`` at the pattern ``ord1``)
-_REWRITE = re.compile(r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b((?:[^;|\[\]]|\[[^\[\]]*\])*)")
+#: a rewrite's clause: up to its sentence's end, a ``;``, a ``|`` or a ``]`` that closes no
+#: ``[`` of its own (``rewrite -[ord1]inord_val`` rewrites with ``inord_val`` at the
+#: pattern ``ord1``; ``.+1`` and ``M.lemma`` do not end it)
+_REWRITE = re.compile(
+    r"\b(?:rewrite|rewrite_strat|setoid_rewrite)\b((?:[^;|\[\].]|\.(?!\s|$)|\[[^\[\]]*\])*)"
+)
 #: words inside a rewrite clause that are not lemmas
 _NOT_LEMMAS = frozenset({"in", "at", "by", "as", "with", "using", "fun", "forall", "_"})
 #: ssreflect's closers: ``done`` and the boolean reflection idioms of mathcomp

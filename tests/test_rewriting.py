@@ -1,0 +1,122 @@
+"""The rewrite-chain strategy (coq/strategies/rewriting.py): what it rewrites with, and a
+chain found with the real prover."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+from proof_orchestrator.coq.display import COQ
+from proof_orchestrator.coq.holes import scan_coq_text
+from proof_orchestrator.coq.prover import CoqProver
+from proof_orchestrator.coq.strategies.rewriting import (
+    RewriteStrategy,
+    interleave,
+    introduced_names,
+    popular_rewrites,
+    rewrite_names,
+    unfoldable,
+)
+from proof_orchestrator.goals import Budget, Outcome
+from proof_orchestrator.learn import Corpus, ProofExample
+
+
+def test_a_rewrite_clause_ends_with_its_sentence_and_names_no_hypothesis() -> None:
+    script = (
+        "case: (boolP (i == n)) => Hi. rewrite /srel (eqP Hi) /= inordK ?eqxx //. "
+        "have Hj : i < n. by rewrite ltn_neqAle -ltnS ltn_ord."
+    )
+    # not ``rewrite`` (the next sentence), not ``Hi``/``Hj`` (introduced), not ``srel``
+    # (an unfold)
+    assert rewrite_names(script) == ["eqP", "inordK", "eqxx", "ltn_neqAle", "ltnS", "ltn_ord"]
+    assert introduced_names(script) >= {"Hi", "Hj"}
+    # a pattern names no lemma; the lemma after it is kept
+    assert rewrite_names("by rewrite /Tab inE runL /= -[ord1]inord_val.") == [
+        "inE",
+        "runL",
+        "inord_val",
+    ]
+    assert rewrite_names("first [rewrite foo | rewrite bar]; done.") == ["foo", "bar"]
+
+
+def test_the_sources_take_turns_and_plumbing_is_not_unfolded() -> None:
+    assert interleave(["a", "b", "c"], ["x"], ["b", "y"]) == ["a", "x", "b", "y", "c"]
+    assert unfoldable(["eq", "in_mem", "mem", "pair", "Neg", "Tab", "dfa", "more"]) == [
+        "Neg",
+        "Tab",
+        "dfa",
+    ]
+
+
+def test_the_popular_rules_are_those_most_proofs_rewrite_with() -> None:
+    def example(name: str, script: str) -> ProofExample:
+        return ProofExample(name, f"Lemma {name} : True.", (script,))
+
+    corpus = Corpus(
+        COQ,
+        [
+            example("a", "by rewrite inE andbC."),
+            example("b", "by rewrite !inE orbC."),
+            example("c", "move=> H; rewrite inE H andbC."),
+            example("d", "by rewrite setmE."),
+        ],
+    )
+    # used by two proofs at least; the hypothesis H is no rule
+    assert popular_rewrites(corpus, 4) == ["inE", "andbC"]
+    corpus.extend([example("e", "by rewrite setmE.")])
+    assert popular_rewrites(corpus, 4) == ["inE", "andbC", "setmE"]
+
+
+LANG = """\
+From Coq Require Import ssreflect ssrbool.
+Parameter lang : Type.
+Parameter accept : lang -> nat -> bool.
+Parameter compl to_re : lang -> lang.
+Axiom to_re_correct : forall A n, accept (to_re A) n = accept A n.
+Axiom compl_correct : forall A n, accept (compl A) n = ~~ accept A n.
+"""
+#: equations just like those two against the goal's statement (``accept … A n``)
+DISTRACTORS = "".join(
+    f"Parameter f{i} : lang -> lang.\n"
+    f"Axiom f{i}_correct : forall A n, accept (f{i} A) n = accept A n.\n"
+    for i in range(40)
+)
+GOAL = """\
+From Coq Require Import ssreflect ssrbool.
+Require Import Lib.Lang.
+Definition Neg A := to_re (compl A).
+Lemma Neg_correct A n : accept (Neg A) n = ~~ accept A n.
+Proof.
+Admitted.
+"""
+
+
+def test_a_chain_rewrites_with_what_its_first_steps_uncover(tmp_path: Path) -> None:
+    """The statement ranks 42 alike equations equally; once ``rewrite /Neg`` shows
+    ``to_re (compl A)``, the state's own ranking finds the two that finish the proof."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "Lang.v").write_text(DISTRACTORS.join([LANG, ""]), encoding="utf-8")
+    subprocess.run(
+        ["coqc", "-Q", "lib", "Lib", "lib/Lang.v"], cwd=tmp_path, check=True, capture_output=True
+    )
+    path = tmp_path / "Goal.v"
+    path.write_text(GOAL, encoding="utf-8")
+    hole = next(h for h in scan_coq_text(path, GOAL) if h.goal.name == "Neg_correct")
+
+    async def go():  # type: ignore[no-untyped-def]
+        prover = CoqProver(flags=("-Q", str(tmp_path / "lib"), "Lib"), cwd=str(tmp_path))
+        try:
+            async with prover.session(
+                hole.goal, GOAL, hole.prefix_end, hole.statement_start
+            ) as session:
+                return await RewriteStrategy().prove(session, hole.goal, Budget(30, 2, 1))
+        finally:
+            await prover.aclose()
+
+    found = asyncio.run(go())
+    assert found.outcome is Outcome.CANDIDATE, found
+    text = " ".join(found.sentences)
+    assert "rewrite /Neg" in text
+    assert "to_re_correct" in text
+    assert "compl_correct" in text
