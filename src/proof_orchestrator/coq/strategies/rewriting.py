@@ -271,13 +271,6 @@ class RewriteStrategy(StrategyDefaults):
         names = [n for n in names if n != goal.name][: 2 * self.lemmas]
         if not names and not lemmas:
             return StrategyResult(Outcome.FAILED, (), 0, 0.0, time.monotonic() - started)
-        # a lemma that is the goal up to its arguments or a view: one sentence
-        exact = await FixedScripts(self.name, _exact_scripts(lemmas[: self.lemmas], ssr)).prove(
-            session, goal, Budget(left(), budget.tactic_seconds, budget.grace_seconds)
-        )
-        tried += exact.tactics_tried
-        if exact.outcome is Outcome.CANDIDATE:
-            return exact
         closers = [*(SSR_CLOSERS if ssr else ()), *PLAIN_CLOSERS]
         # bounded: ``rewrite !addnC`` rewrites until its timeout (a commutativity loops)
         # (once, and with ssreflect also a few times more: a commutativity used an even
@@ -299,7 +292,9 @@ class RewriteStrategy(StrategyDefaults):
         starts = ["intros.", *dict.fromkeys(openings)][:3]
         expanded = 0
         outcome = Outcome.FAILED
-        # the closers at the root first: ``by case/andP.`` needs the premise unintroduced
+        # the closers at the root first (``by case/andP.`` needs the premise unintroduced;
+        # they are cheap, where an ``exact:`` of a lemma that does not fit can run out its
+        # timeout)
         if spent():
             return StrategyResult(
                 Outcome.TIMEOUT,
@@ -318,6 +313,13 @@ class RewriteStrategy(StrategyDefaults):
                 session.cpu_seconds() - cpu_start,
                 time.monotonic() - started,
             )
+        # then a lemma that is the goal up to its arguments or a view: one sentence
+        exact = await FixedScripts(self.name, _exact_scripts(lemmas[: self.lemmas], ssr)).prove(
+            session, goal, Budget(left(), budget.tactic_seconds, budget.grace_seconds)
+        )
+        tried += exact.tactics_tried
+        if exact.outcome is Outcome.CANDIDATE:
+            return exact
         for start in starts:
             if spent():
                 outcome = Outcome.TIMEOUT
