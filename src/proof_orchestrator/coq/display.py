@@ -15,4 +15,6 @@ COQ = GoalSyntax(
     shapes=("forall", "->", "=", "/\\", "\\/", "~", "<->", "<=", "<"),
     word=re.compile(r"[A-Za-z_][\w']*"),
     word_breaks=re.compile(r"[_.']"),
+    # not ``:`` (every binder has one) nor brackets and commas
+    symbol=re.compile(r"\\[A-Za-z]+|[<>=~!&|+*/\\^@%#$?-]+"),
 )

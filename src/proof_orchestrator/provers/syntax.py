@@ -22,3 +22,7 @@ class GoalSyntax:
     #: a name as BM25 reads it (then cut at ``word_breaks``: ``add_comm`` -> add, comm)
     word: re.Pattern[str]
     word_breaks: re.Pattern[str]
+    #: an operator as BM25 reads it, whole (Coq's ``<=``, ``~~``, ``\\in``): statements that
+    #: differ only in their notations (``(x <= y) = ~~ (y < x)`` against ``(x < y) = ~~
+    #: (y <= x)``) share no name; None: names only
+    symbol: re.Pattern[str] | None = None

@@ -35,10 +35,13 @@ class Premise:
 
 
 def tokens(text: str, syntax: GoalSyntax) -> list[str]:
-    """Identifier pieces of ``text``, lower-cased (``Nat.add_comm`` -> nat, add, comm)."""
+    """Identifier pieces of ``text``, lower-cased (``Nat.add_comm`` -> nat, add, comm), then
+    its operators where the syntax reads them (``<=``, ``~~``)."""
     out: list[str] = []
     for word in syntax.word.findall(text):
         out.extend(part.lower() for part in syntax.word_breaks.split(word) if len(part) > 1)
+    if syntax.symbol is not None:
+        out.extend(syntax.symbol.findall(text))
     return out
 
 

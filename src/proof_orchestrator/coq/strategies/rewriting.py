@@ -334,8 +334,11 @@ class RewriteStrategy(StrategyDefaults):
             frontier: list[tuple[ProofState, str, tuple[str, ...]]] = [
                 (first.state, shown, (start,))
             ]
+            seen = {" ".join(shown.split())}
             for _depth in range(self.depth + 1):
-                following: list[tuple[ProofState, str, tuple[str, ...]]] = []
+                # the states each node opens, kept apart so that the next level takes
+                # from every node in turn (the first node's many children filled it)
+                following: list[list[tuple[ProofState, str, tuple[str, ...]]]] = []
                 for state, shown, script in frontier:
                     if spent():
                         break
@@ -352,6 +355,8 @@ class RewriteStrategy(StrategyDefaults):
                     if _depth == self.depth or expanded >= self.nodes:
                         continue
                     expanded += 1
+                    children: list[tuple[ProofState, str, tuple[str, ...]]] = []
+                    following.append(children)
                     here = [*self._fitting(index, shown, offered, goal.name, tail, ssr), *steps]
                     fits = await probe(session, here, state, timeout=seconds)
                     chosen = [
@@ -370,8 +375,16 @@ class RewriteStrategy(StrategyDefaults):
                             )
                         if result.ok:
                             now = result.goals[0] if result.goals else ""
-                            following.append((result.state, now, (*script, step)))
-                frontier = following[: self.width]
+                            key = " ".join("\n".join(result.goals).split())
+                            if key not in seen:  # ``rewrite inE`` and ``rewrite !inE``
+                                seen.add(key)
+                                children.append((result.state, now, (*script, step)))
+                frontier = [
+                    child
+                    for row in itertools.zip_longest(*following)
+                    for child in row
+                    if child is not None
+                ][: self.width]
                 if not frontier:
                     break
         if spent():
