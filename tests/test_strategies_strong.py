@@ -324,9 +324,9 @@ async def test_search_takes_apart_what_the_conclusion_branches_on(
         assert taken
         monkeypatch.setattr(search_module, "scrutinee_tactics", lambda *_: [])
         blind = await SearchStrategy().prove(session, hole.goal, Budget(8, 1, 5))
-        # the search runs out of states (about 10,000 tactics in 4.5 CPU s), or of time
-        # on a slow machine (6,520 tactics in 8 CPU s), after far more tactics than the
-        # proof with the case analysis took
+        # the search runs out of states or of time, having tried what it had (121
+        # tactics since BM25 reads operators: the premises it retrieves for ``<> 0``
+        # open no state; 6,019 before, when they opened states without end)
         assert blind.outcome in (Outcome.FAILED, Outcome.TIMEOUT), blind.outcome
         assert not blind.sentences
-        assert blind.tactics_tried > 5 * found.tactics_tried, (found, blind)
+        assert blind.tactics_tried > 50, blind
