@@ -145,9 +145,9 @@ async def _check(
     texts: list[str] = []
     build = verifier._build
 
-    async def recorded(file: Path, text: str):  # type: ignore[no-untyped-def]
+    async def recorded(file: Path, text: str, *, quick: bool = False):  # type: ignore[no-untyped-def]
         texts.append(text)
-        return await build(file, text)
+        return await build(file, text, quick=quick)
 
     verifier._build = recorded  # type: ignore[method-assign]
     try:

@@ -127,9 +127,14 @@ class CoqVerifier:
         self._builds = {}
         self._scratch.close()
 
-    async def _build(self, path: Path, text: str) -> _Build:
+    async def _build(self, path: Path, text: str, *, quick: bool = False) -> _Build:
+        """``coqc`` on ``text`` as ``path``; ``quick``: with ``-vos``, which skips the
+        proofs that end with ``Qed`` (what they assume is then not printed: only for
+        questions about names)."""
         generation = self.load_path_generation()
-        key = hashlib.sha256(f"{generation}\x00{path.name}\x00{text}".encode()).hexdigest()
+        key = hashlib.sha256(
+            f"{generation}\x00{quick}\x00{path.name}\x00{text}".encode()
+        ).hexdigest()
         cached = self._builds.get(key)
         if cached is not None:
             return cached
@@ -137,7 +142,15 @@ class CoqVerifier:
         target = directory / path.name
         target.write_text(text, encoding="utf-8")
         run = await run_command(
-            [self.coqc, *self._flags(path), "-Q", str(directory), LOGICAL_ROOT, str(target)],
+            [
+                self.coqc,
+                *(("-vos",) if quick else ()),
+                *self._flags(path),
+                "-Q",
+                str(directory),
+                LOGICAL_ROOT,
+                str(target),
+            ],
             # in the scratch folder: what coqc writes where it runs (a failing ``lia``'s
             # ``.lia.cache``, an extracted file) goes with it, not into the project
             cwd=str(directory),
@@ -162,8 +175,13 @@ class CoqVerifier:
         each: Sequence[str] = (),
         locate: Mapping[str, Sequence[str]] | None = None,
         trace: Trace | None = None,
+        quick: bool = False,
     ) -> _Audited:
         """One compile of ``text`` with the questions of :mod:`.inline_audit` in it.
+
+        ``quick`` (only ``locate`` questions): the compile skips the ``Qed`` proofs
+        (``-vos``); where that compile fails (a section's lemma then takes every
+        section variable, and a later use may not fit), the full one answers.
 
         A compile with a ``trace`` that fails inside one of the trace's commands is done
         again without that command (a constant printed where it does not exist), or
@@ -171,9 +189,12 @@ class CoqVerifier:
         anywhere else in the text is the text's own.
         """
         plan = plan_audit(path, text, union=union, each=each, locate=locate, trace=trace)
-        build = await self._build(path, plan.text)
+        quick = quick and not union and not each and trace is None
+        build = await self._build(path, plan.text, quick=quick)
         if build.ok:
             return _Audited(True, build, plan.answers(build.directory))
+        if quick:
+            return await self._audit(path, text, locate=locate)
         error = first_error(build.output)
         line = error.line
         if trace is not None:
@@ -457,7 +478,10 @@ class CoqVerifier:
         if to_locate or unasked:
             # located where each lemma is: at the end for most, after its proof in a functor
             locate = {"": to_locate, **{name: to_locate for name in names if name in parameters}}
-            checked = await self._audit(path, patched, each=unasked, locate=locate)
+            # names only (no lemma's assumptions to ask): a compile that skips the proofs
+            checked = await self._audit(
+                path, patched, each=unasked, locate=locate, quick=not unasked
+            )
             after.update(checked.answers.each)
         holes = {hole.goal.qualified_name: hole for hole in scan_coq_text(path, original)}
         located = checked.answers.located
