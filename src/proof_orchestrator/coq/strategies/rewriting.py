@@ -423,13 +423,17 @@ class RewriteStrategy(StrategyDefaults):
     ) -> str | None:
         """The first closer that leaves no goal at ``state`` (one sentence tries them all).
 
-        Only as many as ``left`` CPU seconds pay for if each ran out of time."""
-        closers = closers[: max(1, int(left // seconds))]
+        Every closer is in the sentence, and the sentence has what is ``left`` (at least
+        one closer's ``seconds``): most closers fail at once, and a sentence that kept
+        only as many as would fit if each ran out its time tried ``done`` alone at a
+        grant of 1 CPU s (``by case: eqP`` and ``by case/andP`` were never tried)."""
         branches = " | ".join(
             f"solve [ timeout {seconds} ({c.removesuffix('.')}) ]" for c in closers
         )
         batch = await session.run_tactic(
-            f"first [ {branches} ].", state, timeout=seconds * len(closers)
+            f"first [ {branches} ].",
+            state,
+            timeout=max(float(seconds), min(seconds * len(closers), left)),
         )
         if batch.status is not TacticStatus.COMPLETE:
             return None
