@@ -8,7 +8,7 @@ from pathlib import Path
 
 from proof_orchestrator.ledger import Ledger
 from proof_orchestrator.provers.tasks import cancel_and_wait
-from proof_orchestrator.run.live import LiveBoard, LivePublisher
+from proof_orchestrator.run.live import VERIFY_SLOT, LiveBoard, LivePublisher
 
 
 def test_publish_replaces_the_state_and_clear_removes_it(any_ledger_url: str) -> None:
@@ -75,6 +75,32 @@ def test_board_counts_slots_goals_and_eta() -> None:
     assert state["goals"] == {"total": 4, "done": 2, "proved": 0}
     assert state["eta_seconds"] is not None
     assert state["eta_seconds"] >= 0
+
+
+def test_the_eta_counts_the_last_file_s_check() -> None:
+    """The last check starts when the last goal ends and nothing runs beside it: the ETA
+    adds the mean of the latest checks, and while the last one runs, what is left of it."""
+    clock = [100.0]
+    board = LiveBoard()
+    board.pace.clock = lambda: clock[0]
+    board.total = 4
+    board.done = 2
+    for _ in range(2):
+        board.pace.pass_started()
+        clock[0] += 10.0
+        board.pace.pass_ended(revisit=False, cpu_seconds=10.0, requeued=False)
+    without = board.eta_seconds()
+    assert without is not None
+    board.check_ended(30.0)
+    board.check_ended(10.0)
+    assert board.eta_seconds() == without + 20.0
+    board.done = 4  # every goal done: the last check runs
+    with board.slot("A.v", "/p/A.v", VERIFY_SLOT) as slot:
+        slot.started_at = time.time() - 5.0
+        left = board.eta_seconds()
+        assert left is not None
+        assert 14.0 <= left <= 15.0
+    assert board.eta_seconds() == 0.0  # no check left
 
 
 async def test_publisher_beats_until_cancelled_and_counts_its_cost(tmp_path: Path) -> None:

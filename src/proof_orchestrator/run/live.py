@@ -34,8 +34,10 @@ from ..scheduler.governor import CpuGovernor
 from .pace import PaceModel
 
 __all__ = [
+    "CHECKS_KEPT",
     "LIVE_TRACE_POINTS",
     "PUBLISH_INTERVAL",
+    "VERIFY_SLOT",
     "LiveBoard",
     "LivePublisher",
     "LiveSlot",
@@ -78,6 +80,12 @@ def live_trace(governor: CpuGovernor) -> dict[str, Any] | None:
     }
 
 
+#: the strategy name of the slot a file's check runs in
+VERIFY_SLOT = "verify"
+#: the latest checks whose mean is the last check's expected length
+CHECKS_KEPT = 5
+
+
 @dataclass(slots=True)
 class LiveSlot:
     """One piece of work running now."""
@@ -117,6 +125,8 @@ class LiveBoard:
         self._started_at = time.time()
         #: the CPU the goal passes take, for the ETA
         self.pace = PaceModel()
+        #: wall seconds of each file's check (recompile and audit) that ended
+        self.checks: list[float] = []
 
     @contextmanager
     def slot(
@@ -131,16 +141,30 @@ class LiveBoard:
         finally:
             del self.slots[token]
 
+    def check_ended(self, wall_seconds: float) -> None:
+        """A file's check (recompile, audit, write) ended after ``wall_seconds``."""
+        self.checks.append(max(0.0, wall_seconds))
+
     def eta_seconds(self) -> float | None:
         """Seconds left at the pace so far (None before the first pass has ended).
 
         From the CPU the goal passes take and the rate the run spends it
-        (:class:`~.pace.PaceModel`), not from goals per second.
+        (:class:`~.pace.PaceModel`), not from goals per second, plus the last
+        file's check: it starts when the last goal ends, and nothing runs beside
+        it (on extructures it was the last 28 s of a 794 s run, and the estimate
+        said 0.6 of the time left at 80 % of the goals without it). A check is
+        taken to last as long as the mean of the latest checks that ended.
         """
+        slots = list(self.slots.values())
+        recent = self.checks[-CHECKS_KEPT:]
+        tail = sum(recent) / len(recent) if recent else 0.0
         if self.total and self.total <= self.done:
-            return 0.0
-        running = sum(s.meter() for s in list(self.slots.values()) if s.meter is not None)
-        return self.pace.eta_seconds(self.total, running)
+            now = time.time()
+            checking = [now - s.started_at for s in slots if s.strategy == VERIFY_SLOT]
+            return round(max(0.0, tail - min(checking)), 1) if checking else 0.0
+        running = sum(s.meter() for s in slots if s.meter is not None)
+        left = self.pace.eta_seconds(self.total, running)
+        return None if left is None else round(left + tail, 1)
 
     def snapshot(self, *, queue: int, governor: CpuGovernor | None) -> dict[str, Any]:
         """The JSON document published for this run."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..search.features import similarity as cosine
 from ..strategies.base import Strategy, StrategyResult
 from .attempts import NO_BUDGET_LEFT, AttemptRunner, FileState, GoalItem
 from .checking import leans_on, replay_script
-from .live import LiveBoard
+from .live import VERIFY_SLOT, LiveBoard
 from .refusals import Refusals
 from .reports import (
     CANDIDATE_REPLAY,
@@ -360,8 +361,10 @@ class GoalRun:
         state.pending -= 1
         if state.pending == 0:
             async with self.governor.slot():
-                with self.live.slot(state.path.name, str(state.path), "verify"):
+                with self.live.slot(state.path.name, str(state.path), VERIFY_SLOT):
+                    started = time.monotonic()
                     await self.finish_file(state)
+                    self.live.check_ended(time.monotonic() - started)
 
     def learn_from(self, item: GoalItem, candidate: GoalReport) -> None:
         """A candidate joins what the goals below it learn from, at once, and the goals
