@@ -3,16 +3,13 @@ use it (analogy, rewrite chains), with the real ``coqc`` and ``coqtop``."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from proof_orchestrator.coq.display import COQ
-from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.learning import Learning, loaded_libraries
-from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.analogy import (
     AnalogyStrategy,
     adapted_scripts,
@@ -24,6 +21,8 @@ from proof_orchestrator.coq.strategies.lemma_search import plain_goal
 from proof_orchestrator.coq.strategies.rewriting import RewriteStrategy, rewrite_names
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.learn import Corpus, FoundProofs, ProofCache, ProofExample
+
+from .hole_sessions import run_at_hole
 
 OPS = """\
 From Coq Require Import Bool.
@@ -56,21 +55,7 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(coroutine_factory, path: Path, name: str, root: Path):  # type: ignore[no-untyped-def]
-    text = path.read_text(encoding="utf-8")
-    hole = next(h for h in scan_coq_text(path, text) if h.goal.name == name)
-
-    async def go():  # type: ignore[no-untyped-def]
-        prover = CoqProver(flags=("-Q", str(root / "lib"), "Lib"), cwd=str(root))
-        try:
-            async with prover.session(
-                hole.goal, text, hole.prefix_end, hole.statement_start
-            ) as session:
-                return await coroutine_factory(session, hole.goal)
-        finally:
-            await prover.aclose()
-
-    return asyncio.run(go())
+_run = run_at_hole
 
 
 def _goal_file(root: Path, text: str) -> Path:

@@ -3,13 +3,10 @@ chain found with the real prover."""
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 from pathlib import Path
 
 from proof_orchestrator.coq.display import COQ
-from proof_orchestrator.coq.holes import scan_coq_text
-from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.strategies.rewriting import (
     RewriteStrategy,
     interleave,
@@ -20,6 +17,8 @@ from proof_orchestrator.coq.strategies.rewriting import (
 )
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.learn import Corpus, ProofExample
+
+from .hole_sessions import run_at_hole
 
 
 def test_a_rewrite_clause_ends_with_its_sentence_and_names_no_hypothesis() -> None:
@@ -102,19 +101,11 @@ def test_a_chain_rewrites_with_what_its_first_steps_uncover(tmp_path: Path) -> N
     )
     path = tmp_path / "Goal.v"
     path.write_text(GOAL, encoding="utf-8")
-    hole = next(h for h in scan_coq_text(path, GOAL) if h.goal.name == "Neg_correct")
 
-    async def go():  # type: ignore[no-untyped-def]
-        prover = CoqProver(flags=("-Q", str(tmp_path / "lib"), "Lib"), cwd=str(tmp_path))
-        try:
-            async with prover.session(
-                hole.goal, GOAL, hole.prefix_end, hole.statement_start
-            ) as session:
-                return await RewriteStrategy().prove(session, hole.goal, Budget(30, 2, 1))
-        finally:
-            await prover.aclose()
+    async def chain(session, goal):  # type: ignore[no-untyped-def]
+        return await RewriteStrategy().prove(session, goal, Budget(30, 2, 1))
 
-    found = asyncio.run(go())
+    found = run_at_hole(chain, path, "Neg_correct", tmp_path)
     assert found.outcome is Outcome.CANDIDATE, found
     text = " ".join(found.sentences)
     assert "rewrite /Neg" in text
