@@ -15,6 +15,7 @@ from proof_orchestrator.coq.strategies.analogy import (
     adapted_scripts,
     name_morph,
     rename,
+    segment_pairs,
     token_map,
 )
 from proof_orchestrator.coq.strategies.lemma_search import plain_goal
@@ -186,6 +187,52 @@ def test_an_analogy_carries_names_over_and_the_prover_checks_it(project: Path) -
     assert refused.sentences == ()
 
 
+#: two relations named alike; the ``ex_`` lemmas' proofs apply the ``is_`` ones
+SUMS = """\
+From Coq Require Import Lia.
+Definition is_sum (f : nat -> nat) (l : nat) := f 0 + f 1 = l.
+Definition ex_sum (f : nat -> nat) := exists l, is_sum f l.
+Definition is_total (f : nat -> nat) (l : nat) := f 0 + f 1 + f 2 = l.
+Definition ex_total (f : nat -> nat) := exists l, is_total f l.
+Lemma is_sum_plus f g lf lg :
+  is_sum f lf -> is_sum g lg -> is_sum (fun n => f n + g n) (lf + lg).
+Proof. unfold is_sum; lia. Qed.
+Lemma is_total_plus f g lf lg :
+  is_total f lf -> is_total g lg -> is_total (fun n => f n + g n) (lf + lg).
+Proof. unfold is_total; lia. Qed.
+Lemma ex_sum_plus f g : ex_sum f -> ex_sum g -> ex_sum (fun n => f n + g n).
+Proof. intros [lf Hf] [lg Hg]. exists (lf + lg). now apply is_sum_plus. Qed.
+"""
+
+
+def test_an_analogy_renames_the_names_built_on_a_renamed_one(project: Path) -> None:
+    """``ex_sum`` -> ``ex_total`` in the statements renames ``is_sum_plus`` to
+    ``is_total_plus`` in the proof (the segment ``sum`` -> ``total``)."""
+    _compile(project, "Sums", SUMS)
+    path = _goal_file(
+        project,
+        "Require Import Lib.Sums.\n"
+        "Lemma ex_total_plus f g : ex_total f -> ex_total g -> ex_total (fun n => f n + g n).\n"
+        "Proof.\nAdmitted.\n",
+    )
+
+    async def adapted(session, goal):  # type: ignore[no-untyped-def]
+        plain = await plain_goal(session)
+        neighbour = ProofExample(
+            "ex_sum_plus",
+            "Lemma ex_sum_plus f g : ex_sum f -> ex_sum g -> ex_sum (fun n => f n + g n).",
+            ("intros [lf Hf] [lg Hg].", "exists (lf + lg).", "now apply is_sum_plus."),
+            "Lib.Sums",
+        )
+        scripts = await adapted_scripts(session, plain.conclusion, goal.statement, neighbour)
+        return scripts, await AnalogyStrategy().prove(session, goal, Budget(10, 2, 1))
+
+    scripts, found = _run(adapted, path, "ex_total_plus", project)
+    assert scripts[0] == "intros [lf Hf] [lg Hg]. exists (lf + lg). now apply is_total_plus."
+    assert found.outcome is Outcome.CANDIDATE
+    assert found.sentences[-1] == "now apply is_total_plus."
+
+
 def test_a_rewrite_chain_with_the_imported_file_s_equations(project: Path) -> None:
     path = _goal_file(
         project,
@@ -212,6 +259,16 @@ def test_token_map_rename_and_name_morph() -> None:
     # a bound name is renamed whole, never inside a longer name
     assert (
         rename("intros x; apply max_x.", {"x": "y"}, whole_only=["x"]) == "intros y; apply max_x."
+    )
+    # names the alignment leaves unpaired are paired when spelled alike
+    shifted = token_map(
+        "forall a b, ex_series a -> ex_series (fun n => plus (a n) (b n))",
+        "forall a b x, ex_pseries a x -> ex_pseries (PS_plus a b) x",
+    )
+    assert shifted["ex_series"] == "ex_pseries"
+    assert segment_pairs([("ex_series", "ex_pseries"), ("fsetU", "fsetI")]) == {"series": "pseries"}
+    assert rename("exists l; apply is_series_plus.", {"ex_series": "ex_pseries"}) == (
+        "exists l; apply is_pseries_plus."
     )
     assert name_morph("fsetUC", "fsetUA") == ("C", "A")
     assert name_morph("fsetUC", "fsetUC") is None

@@ -45,7 +45,14 @@ from ..syntax import split_sentences
 from .lemma_search import bound_names, plain_goal
 from .micro import FixedScripts
 
-__all__ = ["AnalogyStrategy", "adapted_scripts", "name_morph", "rename", "token_map"]
+__all__ = [
+    "AnalogyStrategy",
+    "adapted_scripts",
+    "name_morph",
+    "rename",
+    "segment_pairs",
+    "token_map",
+]
 
 _IDENT = re.compile(r"[A-Za-z_][\w']*")
 _KEYWORDS = frozenset(
@@ -81,6 +88,8 @@ _KEYWORDS = frozenset(
 SECOND_ORDER = 2
 #: a mapped constant is also renamed inside longer names when it is at least this long
 MIN_PART = 3
+#: names the alignment left unpaired are paired when spelled at least this alike
+SPELLED_ALIKE = 0.8
 #: the header of a declaration, left out of the statement's alignment
 _HEADER = re.compile(r"^\s*(?:#\[[^\]]*\]\s*)?(?:[A-Z][a-z]+\s+)*?[A-Z][a-z]+\s+[\w'.]+\s*")
 
@@ -92,9 +101,10 @@ def _idents(text: str) -> list[str]:
 def token_map(neighbour: str, goal: str) -> dict[str, str]:
     """Identifier pairs where two texts differ in the same place (``fsetU`` -> ``fsetI``).
 
-    The identifier sequences are aligned (``difflib``); every replaced run of
-    equal length pairs its identifiers one to one. A name already paired keeps
-    its first partner.
+    Names found in one text only and spelled alike (:data:`SPELLED_ALIKE`) pair
+    first; then the identifier sequences are aligned (``difflib``) and every
+    replaced run of equal length pairs its identifiers one to one. A name
+    already paired keeps its first partner.
     """
     return dict(_token_pairs(neighbour, goal))
 
@@ -106,6 +116,20 @@ def _token_pairs(neighbour: str, goal: str) -> tuple[tuple[str, str], ...]:
     a, b = _idents(neighbour), _idents(goal)
     found: dict[str, str] = {}
     taken: set[str] = set()
+    # names in one text only, spelled alike (``ex_series``, ``ex_pseries``), pair first:
+    # the alignment pairs by position, which extra arguments (``x``) shift
+    only_a = [x for x in dict.fromkeys(a) if x not in b and len(x) >= MIN_PART]
+    only_b = [y for y in dict.fromkeys(b) if y not in a and len(y) >= MIN_PART]
+    scored = sorted(
+        ((difflib.SequenceMatcher(a=x, b=y).ratio(), x, y) for x in only_a for y in only_b),
+        key=lambda item: -item[0],
+    )
+    for ratio, old, new in scored:
+        if ratio < SPELLED_ALIKE:
+            break
+        if old not in found and new not in taken:
+            found[old] = new
+            taken.add(new)
     matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "replace" or i2 - i1 != j2 - j1:
@@ -130,6 +154,7 @@ def rename(script: str, mapping: dict[str, str], whole_only: Iterable[str] = ())
         ((k, v) for k, v in mapping.items() if len(k) >= MIN_PART and k not in whole),
         key=lambda kv: -len(kv[0]),
     )
+    segments = segment_pairs((k, v) for k, v in mapping.items() if k not in whole)
 
     def one(match: re.Match[str]) -> str:
         word = match.group(0)
@@ -138,9 +163,31 @@ def rename(script: str, mapping: dict[str, str], whole_only: Iterable[str] = ())
         for old, new in parts:
             if old in word:
                 return word.replace(old, new)
+        pieces = word.split("_")
+        if len(pieces) > 1 and any(p in segments for p in pieces):
+            return "_".join(segments.get(p, p) for p in pieces)
         return word
 
     return _IDENT.sub(one, script)
+
+
+def segment_pairs(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """The one ``_``-separated segment in which each pair of names differs
+    (``ex_series`` -> ``ex_pseries``: ``series`` -> ``pseries``), so that the
+    other names built on it follow (``is_series_plus`` -> ``is_pseries_plus``).
+
+    Only pairs with the same number of segments differing in exactly one, of at
+    least :data:`MIN_PART` characters, count; a segment keeps its first partner.
+    """
+    found: dict[str, str] = {}
+    for old, new in pairs:
+        a, b = old.split("_"), new.split("_")
+        if len(a) < 2 or len(a) != len(b):
+            continue
+        differ = [(x, y) for x, y in zip(a, b, strict=True) if x != y]
+        if len(differ) == 1 and len(differ[0][0]) >= MIN_PART and len(differ[0][1]) >= MIN_PART:
+            found.setdefault(*differ[0])
+    return found
 
 
 #: the binder groups before a declaration's colon: ``(s1 s2 : T)``, ``{x}``, ``[H : P]``
@@ -281,7 +328,7 @@ class AnalogyStrategy(StrategyDefaults):
     uses_slot = True
     needs_ledger = False
 
-    def __init__(self, neighbours: int = 6, max_sentences: int = 4) -> None:
+    def __init__(self, neighbours: int = 16, max_sentences: int = 4) -> None:
         self.neighbours = neighbours
         self.max_sentences = max_sentences
 

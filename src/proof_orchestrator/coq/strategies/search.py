@@ -328,15 +328,16 @@ class SearchStrategy(StrategyDefaults):
                     unfolds.append(f"unfold {name}.")
         found += [(u, 0.0) for u in unfolds]
         if plain is not None and lemmas is not None:
-            found += [
-                (t, 0.0)
-                for t in premise_tactics(plain, await lemmas.premises(session, plain), ssreflect)
-            ]
-            # only those whose conclusion adds no constant: the others rarely unify
+            # only those whose conclusion adds no constant: the others rarely unify;
+            # before the premises' tactics, which the cap on candidates per node may cut
             found += [
                 (f"apply {name}.", APPLIER_CONFIDENCE)
                 for name, statement in await lemmas.appliers(session, plain)
                 if covers(plain, statement)
+            ]
+            found += [
+                (t, 0.0)
+                for t in premise_tactics(plain, await lemmas.premises(session, plain), ssreflect)
             ]
         # after the premises: the cap on candidates per node must not cut those
         found += [(t, CASE_CONFIDENCE) for t in scrutinee_tactics(goal_text, ssreflect)]
