@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from proof_orchestrator.coq.display import COQ
-from proof_orchestrator.coq.learning import Learning, loaded_libraries
+from proof_orchestrator.coq.learning import Learning, Visible, loaded_libraries
 from proof_orchestrator.coq.strategies.analogy import (
     AnalogyStrategy,
     adapted_scripts,
@@ -19,7 +19,12 @@ from proof_orchestrator.coq.strategies.analogy import (
     token_map,
 )
 from proof_orchestrator.coq.strategies.lemma_search import plain_goal
-from proof_orchestrator.coq.strategies.rewriting import RewriteStrategy, rewrite_names
+from proof_orchestrator.coq.strategies.rewriting import (
+    RewriteStrategy,
+    _intros_any,
+    _opening,
+    rewrite_names,
+)
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.learn import Corpus, FoundProofs, ProofCache, ProofExample
 
@@ -326,3 +331,35 @@ def test_a_proof_added_to_the_corpus_is_ranked_at_once() -> None:
     fresh = Corpus(COQ, [union, intersection, other])
     assert corpus.nearest(goal, 3) == fresh.nearest(goal, 3)
     assert len(corpus.nearest(goal, 3)) >= 2
+
+
+def test_the_file_s_own_proofs_take_turns_with_the_libraries() -> None:
+    """A library's ``associative`` lemmas match an ``associative`` goal better than the
+    file's proofs about its own constant; the file's still come first, in turns."""
+    library = Corpus(
+        COQ,
+        [
+            ProofExample("opA", "Lemma opA : associative op.", ("by do 3!case.",)),
+            *(ProofExample(f"f{i}", f"Lemma f{i} n : f{i} n = n.", ("by [].",)) for i in range(20)),
+        ],
+    )
+    local = Corpus(
+        COQ,
+        [
+            ProofExample(
+                "mul1s",
+                "Lemma mul1s : left_id 1 mul.",
+                ("by move=> s; apply/eq_perm=> x; rewrite permM.",),
+            )
+        ],
+    )
+    goal = "Lemma mulA : associative mul."
+    assert library.nearest(goal, 1)[0][0] > local.nearest(goal, 1)[0][0]
+    near = Visible(library, local).nearest(goal, 4)
+    assert [e.name for _, e in near] == ["mul1s", "opA"]
+    # its opening, for any number of premises (``associative`` has three, ``left_id`` one)
+    opening = _opening(near[0][1].script[0])
+    assert opening == "move=> s; apply/eq_perm=> x."
+    assert _intros_any(opening) == "move=> *; apply/eq_perm=> x."
+    assert _intros_any("intros x y; apply foo.") == "intros; apply foo."
+    assert _intros_any("move=> [x y]; apply foo.") is None

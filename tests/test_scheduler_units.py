@@ -6,6 +6,8 @@ import asyncio
 import random
 import time
 
+import pytest
+
 from proof_orchestrator.scheduler import Bandit, CpuGovernor, goal_class
 from proof_orchestrator.scheduler.queue import GoalQueue, priority
 
@@ -311,3 +313,26 @@ def test_when_every_strategy_rests_the_best_rated_one_still_runs() -> None:
         plan = plan_pass(bandit, "logic", ["micro", "search"], {"search": True}, {}, rng)
         assert plan.names  # never an empty pass
         assert set(plan.names) | plan.resting == {"micro", "search"}
+
+
+def test_a_cheap_strategy_that_wins_more_than_the_expensive_ones_gets_a_larger_grant() -> None:
+    from proof_orchestrator.scheduler.budget import CHEAP_SHARE, MAX_BOOST, GoalBudget
+    from proof_orchestrator.scheduler.shares import plan_pass
+
+    names = ["micro", "rewrite", "search", "hammer"]
+    heavy = {"micro": False, "rewrite": False, "search": True, "hammer": True}
+    rng = random.Random(2)
+    # no evidence yet: every cheap strategy has the cheap share
+    fresh = plan_pass(Bandit("thompson", random.Random(0)), "logic", names, heavy, {}, rng)
+    assert fresh.boosts == {}
+    # rewrite won 6 of 10, search 2 of 10, hammer none, micro 1 of 10
+    bandit = _bandit_with({"micro": (9, 1), "rewrite": (4, 6), "search": (8, 2), "hammer": (10, 0)})
+    plan = plan_pass(bandit, "logic", names, heavy, {}, rng)
+    assert "micro" not in plan.boosts  # no better than search: the cheap share
+    assert plan.boosts["rewrite"] == pytest.approx((7 / 12) / (3 / 12))
+    account = GoalBudget(10.0, heavy, plan.shares, plan.floors, plan.boosts)
+    assert account.grant("micro") == pytest.approx(CHEAP_SHARE * 10.0)
+    assert account.grant("rewrite") == pytest.approx(CHEAP_SHARE * 10.0 * 7 / 3)
+    # a boost is capped
+    capped = GoalBudget(10.0, heavy, boosts={"rewrite": 50.0})
+    assert capped.grant("rewrite") == pytest.approx(CHEAP_SHARE * MAX_BOOST * 10.0)

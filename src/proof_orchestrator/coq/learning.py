@@ -36,6 +36,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from pathlib import Path
 from typing import Protocol
 
@@ -141,11 +142,13 @@ class Visible:
         exclude: Sequence[str] = (),
         max_sentences: int | None = None,
     ) -> list[tuple[float, ProofExample]]:
-        both = [
-            *self.local.nearest(statement, k, exclude=exclude, max_sentences=max_sentences),
-            *self.library.nearest(statement, k, exclude=exclude, max_sentences=max_sentences),
-        ]
-        both.sort(key=lambda pair: -pair[0])
+        """The ``k`` nearest examples, the file's own and the loaded libraries' taking
+        turns (the file's first): the two corpora score against their own term
+        statistics, and a library's thousands of ``associative`` lemmas would
+        otherwise push out the file's proofs about its own constants."""
+        local = self.local.nearest(statement, k, exclude=exclude, max_sentences=max_sentences)
+        library = self.library.nearest(statement, k, exclude=exclude, max_sentences=max_sentences)
+        both = [pair for pairs in zip_longest(local, library) for pair in pairs if pair is not None]
         return both[:k]
 
     def __len__(self) -> int:

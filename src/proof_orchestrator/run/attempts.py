@@ -350,6 +350,7 @@ class AttemptRunner:
                 retry_errors=retry,
                 final=final,
                 floors=plan.floors,
+                boosts=plan.boosts,
             )
         finally:
             for name in names:

@@ -3,11 +3,13 @@
 ``--budget B`` is the CPU time one pass over a goal may use, all strategies
 together. The strategies run in the bandit's order with the cheap ones first
 (quick tactics: their whole list costs little), each granted a small share
-(:data:`CHEAP_SHARE` of ``B``); the expensive ones (search, hammer...) then
-share what is left, in proportion to the bandit's estimate of their success
-rate on goals of this class, each keeping back the floor of those still
-waiting (CoqHammer's ATPs need a few seconds to be of any use); the last one
-gets all that is left. A strategy that is alone on the goal, cheap or not, gets the whole budget.
+(:data:`CHEAP_SHARE` of ``B``, times its boost: up to :data:`MAX_BOOST` for one
+that wins more often than the expensive ones on this project); the expensive
+ones (search, hammer...) then share what is left, in proportion to the
+bandit's estimate of their success rate on goals of this class, each keeping
+back the floor of those still waiting (CoqHammer's ATPs need a few seconds to
+be of any use); the last one gets all that is left. A strategy that is alone
+on the goal, cheap or not, gets the whole budget.
 
 A grant is reserved when its strategy starts and settled when it ends: what a
 strategy did not use goes back to the goal's account, so a strategy that
@@ -20,10 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-__all__ = ["CHEAP_SHARE", "MIN_GRANT", "GoalBudget", "cheap_first"]
+__all__ = ["CHEAP_SHARE", "MAX_BOOST", "MIN_GRANT", "GoalBudget", "cheap_first"]
 
 #: the share of the goal's budget one cheap strategy may use at most
 CHEAP_SHARE = 0.1
+#: a cheap strategy's grant is at most this many times :data:`CHEAP_SHARE`
+MAX_BOOST = 4.0
 #: a grant below this many CPU seconds is not worth opening a session for
 MIN_GRANT = 0.5
 
@@ -43,7 +47,8 @@ class GoalBudget:
     ``floors`` are the CPU seconds below which an expensive strategy cannot
     do its work (CoqHammer's ATPs need a few seconds): a grant to one leaves
     the floors of those still waiting, and a strategy gets at least its floor
-    when that much is left.
+    when that much is left. ``boosts`` multiply the cheap strategies' share
+    (at least 1, at most :data:`MAX_BOOST`; missing: 1).
     """
 
     def __init__(
@@ -52,6 +57,7 @@ class GoalBudget:
         heavy: Mapping[str, bool],
         shares: Mapping[str, float] | None = None,
         floors: Mapping[str, float] | None = None,
+        boosts: Mapping[str, float] | None = None,
     ) -> None:
         if not total > 0:
             raise ValueError(f"a goal's budget must be positive, got {total!r}")
@@ -59,6 +65,10 @@ class GoalBudget:
         self.heavy = dict(heavy)
         self.shares = {n: max(1e-3, (shares or {}).get(n, 1.0)) for n, h in heavy.items() if h}
         self.floors = {n: max(0.0, (floors or {}).get(n, 0.0)) for n in self.shares}
+        asked = boosts or {}
+        self.boosts = {
+            n: min(MAX_BOOST, max(1.0, asked.get(n, 1.0))) for n, h in heavy.items() if not h
+        }
         #: expensive strategies not started yet
         self._waiting = set(self.shares)
         self.used = 0.0
@@ -83,7 +93,8 @@ class GoalBudget:
             reserved = sum(self.floors[n] for n in self._waiting)
             amount = max(min(amount, left - reserved), min(left, self.floors[name]))
         else:
-            amount = min(left, max(MIN_GRANT, CHEAP_SHARE * self.total))
+            share = CHEAP_SHARE * self.boosts.get(name, 1.0)
+            amount = min(left, max(MIN_GRANT, share * self.total))
         if amount < MIN_GRANT:
             return 0.0
         self.reserved += amount

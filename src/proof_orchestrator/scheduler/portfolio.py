@@ -87,6 +87,7 @@ async def goal_pass(
     retry_errors: bool = True,
     final: Callable[[StrategyResult], bool] | None = None,
     floors: Mapping[str, float] | None = None,
+    boosts: Mapping[str, float] | None = None,
 ) -> RaceResult:
     """One pass over a goal with ``total`` CPU seconds: the code every portfolio runs.
 
@@ -97,13 +98,13 @@ async def goal_pass(
     prover error go once more (each in a fresh session) with a budget of their
     own: a broken prover says nothing about the goal. ``final``: see :func:`race`.
     """
-    budget = GoalBudget(total, heavy, shares, floors)
+    budget = GoalBudget(total, heavy, shares, floors, boosts)
     outcome = await race(
         cheap_first(ranked, heavy), width, lambda name: attempt(name, budget), final
     )
     errored = [n for n, r in outcome.results.items() if r.outcome is Outcome.ERROR]
     if outcome.winner is None and errored and retry_errors:
-        again = GoalBudget(total, heavy, shares, floors)
+        again = GoalBudget(total, heavy, shares, floors, boosts)
         retry = await race(errored, width, lambda name: attempt(name, again), final)
         outcome.results.update(retry.results)
         outcome.winner = retry.winner

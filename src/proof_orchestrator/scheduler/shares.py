@@ -7,6 +7,9 @@ the budget: a strategy that has had :data:`EXPLORE_AFTER` attempts on this
 project and no win runs only on a seeded :data:`EXPLORE_RATE` of the goals
 from then on (with its floor, so each of those tries is a real one), and its
 grant goes to the strategies that win. One win puts it back on every goal.
+A cheap strategy that wins more often on this project than the best expensive
+one gets a larger grant, in proportion (its boost, up to
+:data:`~.budget.MAX_BOOST`): rewrite chains on a mathcomp project.
 
 The evidence is the bandit's arms summed over goal classes: the ledger keeps
 them across runs, so a second run on a project starts where the first ended.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .bandit import Bandit
 
@@ -25,6 +28,7 @@ __all__ = [
     "EXPLORE_RATE",
     "PassPlan",
     "PlanCounts",
+    "boost",
     "plan_pass",
     "project_record",
 ]
@@ -49,6 +53,8 @@ class PassPlan:
     exploring: frozenset[str]
     #: strategies left out of this goal's pass (no win on the project yet)
     resting: frozenset[str]
+    #: the cheap strategies' grants, as multiples of the cheap share (see :func:`boost`)
+    boosts: dict[str, float] = field(default_factory=dict)
 
 
 def project_record(bandit: Bandit, strategy: str) -> tuple[int, int]:
@@ -96,13 +102,32 @@ def plan_pass(
         resting.discard(best)
         exploring.add(best)
     shares = {n: bandit.success_rate(klass, n) for n in kept if heavy.get(n, False)}
+    expensive = [n for n in names if heavy.get(n, False)]
+    boosts = {n: boost(bandit, n, expensive) for n in kept if not heavy.get(n, False)}
     return PassPlan(
         kept,
         shares,
         {n: floors.get(n, 0.0) for n in shares},
         frozenset(exploring),
         frozenset(resting),
+        {n: b for n, b in boosts.items() if b > 1.0},
     )
+
+
+def _project_rate(bandit: Bandit, strategy: str) -> float:
+    """``strategy``'s chance of a win on this project (Beta mean over every class)."""
+    pulls, wins = project_record(bandit, strategy)
+    return (1 + wins) / (2 + pulls)
+
+
+def boost(bandit: Bandit, strategy: str, expensive: Sequence[str]) -> float:
+    """How many cheap shares cheap ``strategy`` is granted: its chance of a win on
+    this project over the best expensive strategy's, at least 1 (the budget
+    module caps it). With no evidence both are 1/2 and the boost is 1."""
+    if not expensive:
+        return 1.0
+    best = max(_project_rate(bandit, n) for n in expensive)
+    return max(1.0, _project_rate(bandit, strategy) / best)
 
 
 class PlanCounts:

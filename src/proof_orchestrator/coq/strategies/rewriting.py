@@ -84,6 +84,8 @@ ADAPTED = 3
 POPULAR = 4
 #: equations ranked against each state's own goal, offered at that state (both directions)
 STATE_LEMMAS = 2
+#: the starting points of the chains: ``intros.`` and the nearest proofs' openings
+OPENINGS = 4
 #: a statement that can be rewritten with: an equation or an equivalence
 _EQUATIONAL = re.compile(r"=|<->")
 
@@ -205,6 +207,23 @@ def _opening(script: str) -> str | None:
     return "; ".join(head) + "."
 
 
+#: the names a one-sentence proof opens with (``move=> s;``, ``intros x y;``)
+_NAMED_INTROS = re.compile(r"^(move\s*=>|intros)((?:\s+[A-Za-z_][\w']*)+)\s*;\s*(?=\S)")
+
+
+def _intros_any(opening: str) -> str | None:
+    """``opening`` introducing every premise however many the goal has
+    (``move=> s; apply/eq_fperm=> x.`` -> ``move=> *; apply/eq_fperm=> x.``: the
+    neighbour's statement has one binder, an ``associative`` goal three; the
+    names ssreflect's ``*`` gives clash with none the opening binds), or None
+    when it does not start by naming what it introduces."""
+    match = _NAMED_INTROS.match(opening)
+    if match is None:
+        return None
+    head = "move=> *; " if match.group(1).startswith("move") else "intros; "
+    return head + opening[match.end() :]
+
+
 class RewriteStrategy(StrategyDefaults):
     """A breadth-first search over rewrites with the lemmas the goal can see."""
 
@@ -250,6 +269,8 @@ class RewriteStrategy(StrategyDefaults):
                 names += rewrite_names(text, bound)
                 if example.is_one_sentence and (opening := _opening(text)):
                     openings.append(opening)
+                    if (any_arity := _intros_any(opening)) is not None:
+                        openings.append(any_arity)
         index = await index_for(session)
         ranked = index.rank(goal.statement, 2 * self.lemmas, exclude=[goal.name])
         lemmas = [
@@ -289,7 +310,7 @@ class RewriteStrategy(StrategyDefaults):
             steps += [f"rewrite /{c}." for c in unfoldable(plain.constants if plain else [])]
             steps.append("rewrite /=.")
         offered = frozenset(names[: self.lemmas])
-        starts = ["intros.", *dict.fromkeys(openings)][:3]
+        starts = ["intros.", *dict.fromkeys(openings)][:OPENINGS]
         expanded = 0
         outcome = Outcome.FAILED
         # the closers at the root first (``by case/andP.`` needs the premise unintroduced;
