@@ -74,6 +74,13 @@ def test_a_lemma_covers_a_goal_when_its_conclusion_adds_no_constant() -> None:
     point = "forall (a : R) (f : forall _ : R, R), eq (RInt f a a) zero"
     assert covers(goal, unique)
     assert not covers(goal, point)
+    # after ``eexists`` the witness is to be found: what it unifies with may add constants
+    series = (
+        "forall (a : forall _ : nat, R) (x : R) (_ : Rbar_lt (Rabs x) (CV_radius a)), "
+        "is_RInt (PSeries a) 0 x (PSeries (PS_Int a) x)"
+    )
+    assert not covers(PlainGoal(frozenset({"a", "x"}), "is_RInt (PSeries a) 0 x l"), series)
+    assert covers(PlainGoal(frozenset({"a", "x"}), "is_RInt (PSeries a) 0 x ?If"), series)
 
 
 def test_constants_leave_out_bound_and_local_names() -> None:

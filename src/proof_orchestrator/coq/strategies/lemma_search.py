@@ -323,9 +323,18 @@ def head_pattern(goal: PlainGoal) -> str | None:
     return None
 
 
+#: an existential variable of a goal (``?If`` after ``eexists``)
+_EVAR = re.compile(r"\?[A-Za-z_]")
+#: constants a lemma's conclusion may add where the goal has an existential variable
+EVAR_ROOM = 2
+
+
 def covers(goal: PlainGoal, statement: str) -> bool:
-    """Whether every constant of the lemma's conclusion is one the goal mentions."""
-    return _fit(frozenset(goal.constants), statement)[0] == 0
+    """Whether every constant of the lemma's conclusion is one the goal mentions,
+    but for :data:`EVAR_ROOM` of them when the goal has an existential variable
+    (``is_RInt f 0 x ?l`` is concluded by ``is_RInt f 0 x (PSeries (PS_Int a) x)``)."""
+    missing = _fit(frozenset(goal.constants), statement)[0]
+    return missing == 0 or (missing <= EVAR_ROOM and bool(_EVAR.search(goal.conclusion)))
 
 
 @functools.lru_cache(maxsize=4096)
