@@ -111,3 +111,34 @@ def test_a_chain_rewrites_with_what_its_first_steps_uncover(tmp_path: Path) -> N
     assert "rewrite /Neg" in text
     assert "to_re_correct" in text
     assert "compl_correct" in text
+
+
+SAME = """\
+From Coq Require Import ssreflect ssrbool.
+Require Import Lib.Lang.
+Definition Neg A := to_re (compl A).
+Definition same (f g : nat -> bool) := forall n, f n = g n.
+Lemma Neg_same A : same (accept (Neg A)) (fun n => ~~ accept A n).
+Proof.
+Admitted.
+"""
+
+
+def test_a_chain_opens_what_intros_leaves_closed(tmp_path: Path) -> None:
+    """``intros`` does not look through ``same``; ssreflect's ``move=> *`` does, and the
+    rewrites then reach ``accept (Neg A) n`` (no rewrite goes under ``forall n``)."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "Lang.v").write_text(LANG, encoding="utf-8")
+    subprocess.run(
+        ["coqc", "-Q", "lib", "Lib", "lib/Lang.v"], cwd=tmp_path, check=True, capture_output=True
+    )
+    path = tmp_path / "Goal.v"
+    path.write_text(SAME, encoding="utf-8")
+
+    async def chain(session, goal):  # type: ignore[no-untyped-def]
+        return await RewriteStrategy().prove(session, goal, Budget(30, 2, 1))
+
+    found = run_at_hole(chain, path, "Neg_same", tmp_path)
+    assert found.outcome is Outcome.CANDIDATE, found
+    assert found.sentences[0] == "move=> *."
+    assert any("compl_correct" in s for s in found.sentences)

@@ -462,6 +462,10 @@ class CoqSession:
         self._moved_to(self.root)
         return True, printed.output
 
+    async def kernel_accepts(self, sentences: Sequence[str], timeout: float) -> tuple[bool, str]:
+        """:class:`~..provers.base.KernelChecked`: ``sentences`` closed with ``Qed``."""
+        return await self.qed_check(sentences, self.goal.name, timeout, assumptions=False)
+
     async def query(
         self, command: str, *, options: Sequence[str] = (), timeout: float | None = None
     ) -> str:

@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..goals import Goal, HoleUse
 
 __all__ = [
     "Candidate",
+    "KernelChecked",
     "ProofSession",
     "ProofState",
     "Prover",
@@ -100,6 +101,16 @@ class ProofSession(Protocol):
 
     def cpu_seconds(self) -> float:
         """CPU seconds used by this session's prover processes so far."""
+
+
+@runtime_checkable
+class KernelChecked(Protocol):
+    """A session that can close a proof the way the file will (Coq: ``Qed``)."""
+
+    async def kernel_accepts(self, sentences: Sequence[str], timeout: float) -> tuple[bool, str]:
+        """Whether ``sentences`` prove the goal from the root and the proof closes
+        (ssreflect's ``exact/`` can leave no goal and a term the kernel refuses), with
+        the prover's message; the session is back at its root afterwards."""
 
 
 class Prover(Protocol):

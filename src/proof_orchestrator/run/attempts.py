@@ -16,7 +16,7 @@ import contextlib
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,7 +24,7 @@ from ..errors import PrefixError, ProverError
 from ..goals import Budget, Outcome
 from ..ledger import Ledger
 from ..provers.backend import Hole, ProjectTools
-from ..provers.base import ProofSession
+from ..provers.base import KernelChecked, ProofSession
 from ..scheduler.bandit import ArmStats, Bandit, goal_class
 from ..scheduler.budget import GoalBudget
 from ..scheduler.governor import CpuGovernor
@@ -36,11 +36,13 @@ from .live import LiveBoard, LiveSlot
 from .reports import Candidate, FileReport, GoalReport
 
 __all__ = [
+    "KERNEL_CHECK_SECONDS",
     "NO_BUDGET_LEFT",
     "AttemptRunner",
     "FileState",
     "GoalItem",
     "LocalExecutor",
+    "kernel_checked",
     "run_attempt",
 ]
 
@@ -110,11 +112,41 @@ async def run_attempt(
             on_session(session)
         try:
             result: StrategyResult = await strategy.prove(session, hole.goal, budget)
+            if result.outcome is Outcome.CANDIDATE:
+                result = await kernel_checked(session, result, budget)
         except asyncio.CancelledError:
             if on_cancel is not None:
                 on_cancel(session.cpu_seconds())
             raise
         return result
+
+
+#: CPU seconds a candidate's ``Qed`` may take in its session, at least
+KERNEL_CHECK_SECONDS = 10.0
+
+
+async def kernel_checked(
+    session: ProofSession, result: StrategyResult, budget: Budget
+) -> StrategyResult:
+    """``result`` if its proof closes in the session (where the session can tell),
+    else a failure: a candidate the kernel refuses would win the race and be thrown
+    out by the file's check, and the goal's pass with it. Candidates that need
+    helper lemmas or imports are left to the file's check."""
+    if result.helpers or result.imports or not isinstance(session, KernelChecked):
+        return result
+    before = session.cpu_seconds()
+    closed, message = await session.kernel_accepts(
+        result.sentences, max(KERNEL_CHECK_SECONDS, budget.tactic_seconds)
+    )
+    spent = session.cpu_seconds() - before
+    if closed:
+        return replace(result, cpu_seconds=result.cpu_seconds + spent)
+    return replace(
+        result,
+        outcome=Outcome.FAILED,
+        cpu_seconds=result.cpu_seconds + spent,
+        message=f"the kernel refused the proof at its end: {message.strip()[-400:]}",
+    )
 
 
 @dataclass(slots=True)

@@ -198,6 +198,11 @@ class _QuickTactics(StrategyDefaults, abc.ABC):
                 for script in batch:
                     single = await session.run_tactic(script, session.root, timeout=seconds)
                     if single.status is TacticStatus.COMPLETE:
+                        # ``exact/inst`` can leave no goal and a term the kernel refuses
+                        closed, message = await session.kernel_accepts((script,), seconds + 5)
+                        if not closed:
+                            last_message = message
+                            continue
                         return StrategyResult(
                             Outcome.CANDIDATE,
                             (script,),

@@ -84,6 +84,8 @@ ADAPTED = 3
 POPULAR = 4
 #: equations ranked against each state's own goal, offered at that state (both directions)
 STATE_LEMMAS = 2
+#: the CPU seconds of a grant for which :attr:`RewriteStrategy.nodes` states are expanded
+NODES_SECONDS = 1.0
 #: the starting points of the chains: ``intros.`` and the nearest proofs' openings
 OPENINGS = 4
 #: a statement that can be rewritten with: an equation or an equivalence
@@ -303,14 +305,24 @@ class RewriteStrategy(StrategyDefaults):
         steps = [f"rewrite {n}{tail}." for n in names[: self.lemmas]]
         if ssr:
             steps += [f"rewrite {n} {REPEAT}?{n}{tail}." for n in names[: self.lemmas]]
-        steps += [
-            f"rewrite -{n}{tail}." if ssr else f"rewrite <- {n}." for n in names[: self.lemmas // 4]
-        ]
+        # the states expanded and the right-to-left rewrites offered grow with the
+        # grant: twelve states cost one to two CPU s, and the search ended with most of a
+        # larger grant unspent (``-nfa_to_dfa_correct`` was never offered)
+        scale = max(1.0, budget.cpu_seconds / NODES_SECONDS)
+        nodes = int(self.nodes * scale)
+        backwards = min(len(names), int(self.lemmas // 4 * scale))
+        backward = [f"rewrite -{n}{tail}." if ssr else f"rewrite <- {n}." for n in names]
+        steps += backward[: self.lemmas // 4]
         if ssr:  # unfold what the goal names, simplify
             steps += [f"rewrite /{c}." for c in unfoldable(plain.constants if plain else [])]
             steps.append("rewrite /=.")
+        # after the unfolds: a right-to-left rewrite fits wherever its right side does,
+        # and a node takes the first few steps that fit
+        steps += backward[self.lemmas // 4 : backwards]
         offered = frozenset(names[: self.lemmas])
-        starts = ["intros.", *dict.fromkeys(openings)][:OPENINGS]
+        # ssreflect's ``move=> *`` also opens what ``intros`` leaves (``=i``, ``{in A, P}``)
+        opened = ["intros.", "move=> *."] if ssr else ["intros."]
+        starts = [*opened, *dict.fromkeys(openings)][: OPENINGS + len(opened) - 1]
         expanded = 0
         outcome = Outcome.FAILED
         # the closers at the root first (``by case/andP.`` needs the premise unintroduced;
@@ -373,7 +385,7 @@ class RewriteStrategy(StrategyDefaults):
                             session.cpu_seconds() - cpu_start,
                             time.monotonic() - started,
                         )
-                    if _depth == self.depth or expanded >= self.nodes:
+                    if _depth == self.depth or expanded >= nodes:
                         continue
                     expanded += 1
                     children: list[tuple[ProofState, str, tuple[str, ...]]] = []
