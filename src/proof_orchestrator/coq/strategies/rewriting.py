@@ -29,6 +29,7 @@ import time
 import weakref
 from collections.abc import Sequence
 
+from ...errors import OrchError
 from ...goals import Budget, Goal, Outcome
 from ...learn import Corpus
 from ...provers.base import ProofState, TacticStatus
@@ -37,11 +38,12 @@ from ..learning import LEARNING
 from ..probe import probe
 from ..script import passes_gate
 from ..session import CoqSession
-from ..syntax import split_top_level
+from ..syntax import split_sentences, split_top_level
 from .analogy import adapted_scripts
 from .lemma_search import GENERIC, bound_names, plain_goal
 from .micro import FixedScripts
 from .retrieval import PremiseIndex, index_for
+from .scrutinees import scrutinee_tactics
 
 __all__ = [
     "PLUMBING",
@@ -86,6 +88,8 @@ POPULAR = 4
 STATE_LEMMAS = 2
 #: the CPU seconds of a grant for which :attr:`RewriteStrategy.nodes` states are expanded
 NODES_SECONDS = 1.0
+#: rewrites in a chain, at most, however large the grant
+MAX_DEPTH = 5
 #: the starting points of the chains: ``intros.`` and the nearest proofs' openings
 OPENINGS = 4
 #: a statement that can be rewritten with: an equation or an equivalence
@@ -209,6 +213,28 @@ def _opening(script: str) -> str | None:
     return "; ".join(head) + "."
 
 
+def _first_sentence(text: str) -> str:
+    """The first sentence of a script written as one text ("" if it does not parse)."""
+    try:
+        sentences = split_sentences(text)
+    except OrchError:
+        return ""
+    return sentences[0].code if sentences else ""
+
+
+def case_closers(shown: str, ssr: bool) -> list[str]:
+    """Closers by a case analysis on what the state's conclusion branches on
+    (``by case: (k \\in ks).`` where the rewrites left ``if k \\in ks then f k else
+    None = f k && (k \\in ks)``)."""
+    found: list[str] = []
+    for tactic in scrutinee_tactics(shown, ssr):
+        if ssr and tactic.startswith("case:"):
+            found.append(f"by {tactic}")
+        elif not ssr and tactic.startswith("destruct"):
+            found.append(f"{tactic.removesuffix('.')}; auto.")
+    return found
+
+
 #: the names a one-sentence proof opens with (``move=> s;``, ``intros x y;``)
 _NAMED_INTROS = re.compile(r"^(move\s*=>|intros)((?:\s+[A-Za-z_][\w']*)+)\s*;\s*(?=\S)")
 
@@ -269,7 +295,9 @@ class RewriteStrategy(StrategyDefaults):
                 )
             for text in texts:
                 names += rewrite_names(text, bound)
-                if example.is_one_sentence and (opening := _opening(text)):
+                # a longer proof's first sentence opens too (``apply/eq_fset=> k; rewrite …``)
+                head = text if example.is_one_sentence else _first_sentence(text)
+                if head and (opening := _opening(head)):
                     openings.append(opening)
                     if (any_arity := _intros_any(opening)) is not None:
                         openings.append(any_arity)
@@ -310,6 +338,9 @@ class RewriteStrategy(StrategyDefaults):
         # larger grant unspent (``-nfa_to_dfa_correct`` was never offered)
         scale = max(1.0, budget.cpu_seconds / NODES_SECONDS)
         nodes = int(self.nodes * scale)
+        # and one rewrite more in a chain for every doubling (``apply/eq_fset=> k``, then
+        # ``mem_domm``, ``mkfmapfpE``, ``in_fset``, ``mem_filter``, then the closer)
+        depth = min(MAX_DEPTH, self.depth + int(math.log2(scale)))
         backwards = min(len(names), int(self.lemmas // 4 * scale))
         backward = [f"rewrite -{n}{tail}." if ssr else f"rewrite <- {n}." for n in names]
         steps += backward[: self.lemmas // 4]
@@ -353,6 +384,7 @@ class RewriteStrategy(StrategyDefaults):
         tried += exact.tactics_tried
         if exact.outcome is Outcome.CANDIDATE:
             return exact
+        started_from: set[str] = set()
         for start in starts:
             if spent():
                 outcome = Outcome.TIMEOUT
@@ -364,19 +396,24 @@ class RewriteStrategy(StrategyDefaults):
             if not first.ok:
                 continue
             shown = first.goals[0] if first.goals else ""
+            opened_at = " ".join("\n".join(first.goals).split())
+            if opened_at in started_from:
+                continue  # ``move=> *`` where it does what ``intros`` did
+            started_from.add(opened_at)
             frontier: list[tuple[ProofState, str, tuple[str, ...]]] = [
                 (first.state, shown, (start,))
             ]
             seen = {" ".join(shown.split())}
-            for _depth in range(self.depth + 1):
+            for _depth in range(depth + 1):
                 # the states each node opens, kept apart so that the next level takes
                 # from every node in turn (the first node's many children filled it)
                 following: list[list[tuple[ProofState, str, tuple[str, ...]]]] = []
                 for state, shown, script in frontier:
                     if spent():
                         break
-                    closed = await self._close(session, state, closers, seconds, left())
-                    tried += len(closers)
+                    here_closers = [*closers, *case_closers(shown, ssr)]
+                    closed = await self._close(session, state, here_closers, seconds, left())
+                    tried += len(here_closers)
                     if closed is not None:
                         return StrategyResult(
                             Outcome.CANDIDATE,
@@ -385,7 +422,7 @@ class RewriteStrategy(StrategyDefaults):
                             session.cpu_seconds() - cpu_start,
                             time.monotonic() - started,
                         )
-                    if _depth == self.depth or expanded >= nodes:
+                    if _depth == depth or expanded >= nodes:
                         continue
                     expanded += 1
                     children: list[tuple[ProofState, str, tuple[str, ...]]] = []
