@@ -9,6 +9,9 @@ from pathlib import Path
 from proof_orchestrator.coq.display import COQ
 from proof_orchestrator.coq.strategies.rewriting import (
     RewriteStrategy,
+    _first_sentence,
+    _opening,
+    case_closers,
     interleave,
     introduced_names,
     popular_rewrites,
@@ -37,6 +40,23 @@ def test_a_rewrite_clause_ends_with_its_sentence_and_names_no_hypothesis() -> No
         "inord_val",
     ]
     assert rewrite_names("first [rewrite foo | rewrite bar]; done.") == ["foo", "bar"]
+
+
+def test_closers_take_apart_what_the_state_branches_on() -> None:
+    shown = (
+        "  k : T\n  ============================\n"
+        "  (if k \\in ks then f k else None) = f k && (k \\in ks)"
+    )
+    assert case_closers(shown, ssr=True) == ["by case: (k \\in ks).", "by case: ifP."]
+    plain = "  ============================\n  (if Nat.eqb n m then 1 else 0) = 0"
+    assert case_closers(plain, ssr=False) == ["destruct (Nat.eqb n m); auto."]
+    assert case_closers("  ============================\n  x = y", ssr=True) == []
+
+
+def test_a_longer_proof_opens_with_its_first_sentence() -> None:
+    script = "apply/eq_fset=> k; rewrite mem_domm mkfmapfE in_fset. by case: (k \\in ks)."
+    assert _opening(_first_sentence(script)) == "apply/eq_fset=> k."
+    assert _first_sentence("rewrite (foo. bar") == ""
 
 
 def test_the_sources_take_turns_and_plumbing_is_not_unfolded() -> None:
