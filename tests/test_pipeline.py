@@ -157,17 +157,31 @@ async def test_coqproject_flags_are_used(tmp_path: Path, ledger: Ledger) -> None
     assert "Admitted" not in use.read_text()
 
 
-async def test_candidate_that_only_the_session_accepts_is_refused_by_the_gate(
+async def test_candidate_that_only_the_session_accepts_is_no_candidate(
     write_v: Callable[[str, str], Path], ledger: Ledger
 ) -> None:
     path = write_v("False.v", FALSE)
     before = path.read_bytes()
-    # exact_no_check skips the type check: the session says "no more goals" for a false lemma
+    # exact_no_check skips the type check: the session says "no more goals" for a false
+    # lemma, and its Qed in the session refuses the term
     strategy = FixedScript("intros.", "exact_no_check (eq_refl (0 + 0)).")
+    report = await fill([path], ledger, FAST, strategies=[strategy])
+    assert report.goals[0].outcome is Outcome.FAILED
+    assert report.goals[0].sentences == ()
+    assert path.read_bytes() == before
+
+
+async def test_a_script_that_ends_the_proof_unchecked_is_refused_by_the_gate(
+    write_v: Callable[[str, str], Path], ledger: Ledger
+) -> None:
+    text = "Lemma zero : 0 + 0 = 0.\nAdmitted.\n"
+    path = write_v("Zero.v", text)
+    # a true lemma: the kernel takes the term at Qed, the gate still refuses the script
+    strategy = FixedScript("exact_no_check (eq_refl 0).")
     report = await fill([path], ledger, FAST, strategies=[strategy])
     assert report.goals[0].outcome is Outcome.REJECTED
     assert "exact_no_check" in report.goals[0].message
-    assert path.read_bytes() == before
+    assert path.read_text() == text
 
 
 async def test_candidate_using_another_hole_is_written_modulo_that_hole(
@@ -222,19 +236,21 @@ async def test_bad_candidates_are_singled_out_and_the_good_ones_kept(
     text = (
         "Lemma helper : forall n : nat, n = n + 0.\nAdmitted.\n"
         "Lemma good : forall n : nat, n = n.\nAdmitted.\n"
-        "Lemma looping : forall n : nat, n = n + 1.\nAdmitted.\n"
+        "Section S.\nVariable k : nat.\nHypothesis k_pos : 0 < k.\n"
+        "Lemma narrow : k = k.\nAdmitted.\nEnd S.\n"
+        "Lemma uses_narrow : 1 = 1.\nProof. exact (narrow 1 (le_n 1)). Qed.\n"
         "Lemma via_hole : forall n : nat, n + 0 = n.\nAdmitted.\n"
     )
     path = write_v("Mixed.v", text)
     strategy = ScriptByName(
         {
-            "helper": (
-                "intros n.",
-                "exact_no_check (eq_refl n).",
-            ),
+            # a true lemma, but the script skips the check: the gate refuses it
+            "helper": ("intros n.", "exact_no_check (plus_n_O n)."),
             "good": ("reflexivity.",),
-            # closes the goal in the session; the guard check at Qed refuses it
-            "looping": ("fix f 1.", "exact f."),
+            # closes with Qed in the session; proved, it no longer takes k_pos after
+            # ``End S`` (admitted, it took every section variable), and the file's later
+            # use of it fails: only the whole-file compilation sees it
+            "narrow": ("reflexivity.",),
             "via_hole": ("intros n.", "rewrite <- helper.", "reflexivity."),
         }
     )
@@ -243,7 +259,7 @@ async def test_bad_candidates_are_singled_out_and_the_good_ones_kept(
     assert outcomes == {
         "helper": Outcome.REJECTED,  # by the gate
         "good": Outcome.PROVED,
-        "looping": Outcome.REJECTED,  # by the whole-file compilation
+        "narrow": Outcome.REJECTED,  # by the whole-file compilation
         "via_hole": Outcome.PROVED,  # closed modulo helper, a hole still open
     }
     assert [use.label for use in report.goals[3].uses_holes] == ["helper"]
