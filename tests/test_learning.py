@@ -160,6 +160,18 @@ def test_mined_modules_are_cached_per_version_and_mined_again_when_changed(
     assert "op2_comm'" in {e.name for e in seen.library.examples}
 
 
+def _adapted(neighbour: ProofExample):  # type: ignore[no-untyped-def]
+    """At a hole: ``neighbour``'s proof adapted to the goal, and the analogy strategy's
+    result there."""
+
+    async def adapted(session, goal):  # type: ignore[no-untyped-def]
+        plain = await plain_goal(session)
+        scripts = await adapted_scripts(session, plain.conclusion, goal.statement, neighbour)
+        return scripts, await AnalogyStrategy().prove(session, goal, Budget(10, 2, 1))
+
+    return adapted
+
+
 def test_an_analogy_carries_names_over_and_the_prover_checks_it(project: Path) -> None:
     path = _goal_file(
         project,
@@ -168,17 +180,14 @@ def test_an_analogy_carries_names_over_and_the_prover_checks_it(project: Path) -
         "Lemma op2_wrong : forall a b, op2 a b = op1 b a.\nProof.\nAdmitted.\n",
     )
 
-    async def adapted(session, goal):  # type: ignore[no-untyped-def]
-        plain = await plain_goal(session)
-        neighbour = ProofExample(
+    adapted = _adapted(
+        ProofExample(
             "op1_comm",
             "Lemma op1_comm : forall a b, op1 a b = op1 b a.",
             ("intros a b; rewrite !op1_def; apply andb_comm.",),
             "Lib.Ops",
         )
-        scripts = await adapted_scripts(session, plain.conclusion, goal.statement, neighbour)
-        return scripts, await AnalogyStrategy().prove(session, goal, Budget(10, 2, 1))
-
+    )
     scripts, found = _run(adapted, path, "op2_comm", project)
     # op1 -> op2 from the statements; andb -> orb from op1_def against op2_def
     assert scripts[0] == "intros a b; rewrite !op2_def; apply orb_comm."
@@ -221,17 +230,14 @@ def test_an_analogy_renames_the_names_built_on_a_renamed_one(project: Path) -> N
         "Proof.\nAdmitted.\n",
     )
 
-    async def adapted(session, goal):  # type: ignore[no-untyped-def]
-        plain = await plain_goal(session)
-        neighbour = ProofExample(
+    adapted = _adapted(
+        ProofExample(
             "ex_sum_plus",
             "Lemma ex_sum_plus f g : ex_sum f -> ex_sum g -> ex_sum (fun n => f n + g n).",
             ("intros [lf Hf] [lg Hg].", "exists (lf + lg).", "now apply is_sum_plus."),
             "Lib.Sums",
         )
-        scripts = await adapted_scripts(session, plain.conclusion, goal.statement, neighbour)
-        return scripts, await AnalogyStrategy().prove(session, goal, Budget(10, 2, 1))
-
+    )
     scripts, found = _run(adapted, path, "ex_total_plus", project)
     assert scripts[0] == "intros [lf Hf] [lg Hg]. exists (lf + lg). now apply is_total_plus."
     assert found.outcome is Outcome.CANDIDATE

@@ -20,6 +20,7 @@ from proof_orchestrator.coq.strategies.rewriting import (
 )
 from proof_orchestrator.goals import Budget, Outcome
 from proof_orchestrator.learn import Corpus, ProofExample
+from proof_orchestrator.strategies.base import StrategyResult
 
 from .hole_sessions import run_at_hole
 
@@ -111,21 +112,28 @@ Admitted.
 """
 
 
-def test_a_chain_rewrites_with_what_its_first_steps_uncover(tmp_path: Path) -> None:
-    """The statement ranks 42 alike equations equally; once ``rewrite /Neg`` shows
-    ``to_re (compl A)``, the state's own ranking finds the two that finish the proof."""
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "Lang.v").write_text(DISTRACTORS.join([LANG, ""]), encoding="utf-8")
+def _chain(root: Path, lang: str, goal_text: str, name: str) -> StrategyResult:
+    """The rewrite strategy at 30 CPU s on hole ``name`` of ``goal_text``, which
+    requires ``lang`` compiled as ``Lib.Lang``."""
+    (root / "lib").mkdir()
+    (root / "lib" / "Lang.v").write_text(lang, encoding="utf-8")
     subprocess.run(
-        ["coqc", "-Q", "lib", "Lib", "lib/Lang.v"], cwd=tmp_path, check=True, capture_output=True
+        ["coqc", "-Q", "lib", "Lib", "lib/Lang.v"], cwd=root, check=True, capture_output=True
     )
-    path = tmp_path / "Goal.v"
-    path.write_text(GOAL, encoding="utf-8")
+    path = root / "Goal.v"
+    path.write_text(goal_text, encoding="utf-8")
 
     async def chain(session, goal):  # type: ignore[no-untyped-def]
         return await RewriteStrategy().prove(session, goal, Budget(30, 2, 1))
 
-    found = run_at_hole(chain, path, "Neg_correct", tmp_path)
+    result: StrategyResult = run_at_hole(chain, path, name, root)
+    return result
+
+
+def test_a_chain_rewrites_with_what_its_first_steps_uncover(tmp_path: Path) -> None:
+    """The statement ranks 42 alike equations equally; once ``rewrite /Neg`` shows
+    ``to_re (compl A)``, the state's own ranking finds the two that finish the proof."""
+    found = _chain(tmp_path, DISTRACTORS.join([LANG, ""]), GOAL, "Neg_correct")
     assert found.outcome is Outcome.CANDIDATE, found
     text = " ".join(found.sentences)
     assert "rewrite /Neg" in text
@@ -147,18 +155,7 @@ Admitted.
 def test_a_chain_opens_what_intros_leaves_closed(tmp_path: Path) -> None:
     """``intros`` does not look through ``same``; ssreflect's ``move=> *`` does, and the
     rewrites then reach ``accept (Neg A) n`` (no rewrite goes under ``forall n``)."""
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "Lang.v").write_text(LANG, encoding="utf-8")
-    subprocess.run(
-        ["coqc", "-Q", "lib", "Lib", "lib/Lang.v"], cwd=tmp_path, check=True, capture_output=True
-    )
-    path = tmp_path / "Goal.v"
-    path.write_text(SAME, encoding="utf-8")
-
-    async def chain(session, goal):  # type: ignore[no-untyped-def]
-        return await RewriteStrategy().prove(session, goal, Budget(30, 2, 1))
-
-    found = run_at_hole(chain, path, "Neg_same", tmp_path)
+    found = _chain(tmp_path, LANG, SAME, "Neg_same")
     assert found.outcome is Outcome.CANDIDATE, found
     assert found.sentences[0] == "move=> *."
     assert any("compl_correct" in s for s in found.sentences)
