@@ -51,6 +51,9 @@ _SENTENCE_ERROR = re.compile(r"^Toplevel input, characters \d+-\d+:\n(?:>.*\n)*E
 #: working directory, the user's project: sessions turn the caches off before the goal
 #: (a warning, harmless, where Lia is not loaded)
 NO_MICROMEGA_CACHE = ("Unset Lia Cache.", "Unset Nia Cache.", "Unset Nra Cache.")
+#: CPU seconds a tactic may run past its ``Timeout`` before its process is killed (a
+#: tactic ``Timeout`` does not interrupt; the process is replaced, the session goes on)
+OVERRUN_CPU_SECONDS = 1.5
 #: a query's option that prints terms without notations
 NO_NOTATIONS = ("Unset Printing Notations.",)
 
@@ -337,6 +340,10 @@ class CoqSession:
         code = sentence.code
         seconds = max(1, math.ceil(timeout))
         line = code if sentence.is_bullet_or_brace else f"Timeout {seconds} {code}"
+        if cpu_limit is None:
+            # a tactic ``Timeout`` does not stop (``simpl in *`` on a large goal) is
+            # stopped past this: the wall-clock guard's grace cost 5 CPU s more
+            cpu_limit = seconds + OVERRUN_CPU_SECONDS
         back, base = await self._go_back(origin)
         try:
             replies = await top.send_many(
