@@ -433,7 +433,11 @@ class RewriteStrategy(StrategyDefaults):
                         s for s, ok in zip(here, fits or [True] * len(here), strict=True) if ok
                     ]
                     for step in chosen[: self.width]:
-                        result = await session.run_tactic(step, state, timeout=seconds)
+                        if spent():
+                            break  # a node's six steps at their timeouts overran the grant
+                        result = await session.run_tactic(
+                            step, state, timeout=min(seconds, max(1.0, left()))
+                        )
                         tried += 1
                         if result.status is TacticStatus.COMPLETE:
                             return StrategyResult(
