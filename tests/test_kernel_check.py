@@ -64,9 +64,17 @@ def test_a_proof_the_kernel_takes_stays_a_candidate(tmp_path: Path) -> None:
             session, goal, Budget(10, 2, 1)
         )
         claimed = StrategyResult(Outcome.CANDIDATE, ("by move=> n.",), 1, 0.1)
-        return quick, await kernel_checked(session, claimed, Budget(10, 2, 1))
+        before = session.cpu_seconds()
+        again = await kernel_checked(session, quick, Budget(10, 2, 1))
+        spent_again = session.cpu_seconds() - before
+        return quick, again, spent_again, await kernel_checked(session, claimed, Budget(10, 2, 1))
 
-    quick, checked = run_at_hole(tried, path, "same_refl", tmp_path)
+    quick, again, spent_again, checked = run_at_hole(tried, path, "same_refl", tmp_path)
     assert quick.outcome is Outcome.CANDIDATE
     assert quick.sentences == ("by move=> n.",)
+    # the quick tactics saw it close with Qed: the attempt runner does not ask again
+    assert quick.kernel_checked
+    assert again == quick
+    assert spent_again == 0.0
     assert checked.outcome is Outcome.CANDIDATE
+    assert not checked.kernel_checked

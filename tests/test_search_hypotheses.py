@@ -58,6 +58,8 @@ async def _search(tmp_path: Path, probe: bool) -> tuple[Outcome, list[str], int]
             found = await SearchStrategy(probe=probe).prove(session, hole.goal, Budget(20, 1, 5))
             writes = TRAFFIC.writes - writes
             if found.outcome is Outcome.CANDIDATE:
+                # the search accepted it only after Qed took it: no second check
+                assert found.kernel_checked
                 replay = await session.run_script(found.sentences, session.root, timeout=5)
                 assert replay.status is TacticStatus.COMPLETE
             return found.outcome, list(found.sentences), writes

@@ -9,8 +9,8 @@ module its session loads). What a goal may see is decided by the backend
 :class:`Corpus` ranks examples by the cosine similarity of the k-NN model's
 hashed statement features (:func:`~proof_orchestrator.search.features.features`),
 through an inverted index: a query touches only the examples that share a
-feature with it, so a corpus of the stdlib and mathcomp (tens of thousands of
-proofs) answers in milliseconds.
+feature with it (numpy adds the scores), so a corpus of the stdlib and
+mathcomp (tens of thousands of proofs) answers in milliseconds.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ import zlib
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from ..search.features import GoalSyntax, features
 
@@ -86,7 +89,12 @@ class Corpus:
     def __init__(self, syntax: GoalSyntax, examples: Iterable[ProofExample] = ()) -> None:
         self.syntax = syntax
         self.examples: list[ProofExample] = []
-        self._postings: defaultdict[int, list[tuple[int, float]]] = defaultdict(list)
+        #: feature -> (the examples that have it, its weight in each)
+        self._postings: defaultdict[int, tuple[list[int], list[float]]] = defaultdict(
+            lambda: ([], [])
+        )
+        #: the postings as arrays, made at first use (dropped when a feature gains examples)
+        self._arrays: dict[int, tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]] = {}
         #: the ranking of recent statements (every strategy asks about the same goal)
         self._ranked: OrderedDict[str, list[tuple[int, float]]] = OrderedDict()
         self.extend(examples)
@@ -103,7 +111,10 @@ class Corpus:
             self.examples.append(example)
             found = statement_features(example.statement, self.syntax)
             for key, weight in found.items():
-                self._postings[key].append((index, weight))
+                ids, weights = self._postings[key]
+                ids.append(index)
+                weights.append(weight)
+                self._arrays.pop(key, None)
             added.append((index, found))
         if not added:
             return
@@ -157,12 +168,25 @@ class Corpus:
         if ranked is not None:
             self._ranked.move_to_end(statement)
             return ranked
-        scores: defaultdict[int, float] = defaultdict(float)
+        scores = np.zeros(len(self.examples))
         for key, weight in statement_features(statement, self.syntax).items():
-            for index, other in self._postings.get(key, ()):
-                scores[index] += weight * other
-        ranked = sorted(scores.items(), key=lambda pair: (-pair[1], pair[0]))
+            posting = self._posting(key)
+            if posting is not None:
+                ids, weights = posting  # an example holds a feature once: no repeated ids
+                scores[ids] += weight * weights
+        hit = np.flatnonzero(scores)
+        order = hit[np.lexsort((hit, -scores[hit]))]  # best first, then by index
+        ranked = list(zip(order.tolist(), scores[order].tolist(), strict=True))
         self._ranked[statement] = ranked
         if len(self._ranked) > RANKINGS_KEPT:
             self._ranked.popitem(last=False)
         return ranked
+
+    def _posting(self, key: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None:
+        arrays = self._arrays.get(key)
+        if arrays is None:
+            posting = self._postings.get(key)
+            if posting is None:
+                return None
+            arrays = self._arrays[key] = (np.array(posting[0]), np.array(posting[1]))
+        return arrays

@@ -131,8 +131,11 @@ async def kernel_checked(
     """``result`` if its proof closes in the session (where the session can tell),
     else a failure: a candidate the kernel refuses would win the race and be thrown
     out by the file's check, and the goal's pass with it. Candidates that need
-    helper lemmas or imports are left to the file's check."""
-    if result.helpers or result.imports or not isinstance(session, KernelChecked):
+    helper lemmas or imports are left to the file's check, and a candidate its
+    strategy already saw close is not checked twice."""
+    if result.kernel_checked or result.helpers or result.imports:
+        return result
+    if not isinstance(session, KernelChecked):
         return result
     before = session.cpu_seconds()
     closed, message = await session.kernel_accepts(

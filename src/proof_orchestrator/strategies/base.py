@@ -43,6 +43,9 @@ class StrategyResult:
     #: CPU seconds of a one-time load for the prover process (CoqHammer reading its
     #: ATP library), counted apart from ``cpu_seconds`` and the goal's budget
     load_cpu_seconds: float = 0.0
+    #: the strategy saw ``sentences`` close with ``Qed`` in its session already (the
+    #: attempt runner's kernel check is then not repeated)
+    kernel_checked: bool = False
 
 
 class Strategy(Protocol):

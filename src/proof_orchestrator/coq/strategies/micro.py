@@ -209,6 +209,7 @@ class _QuickTactics(StrategyDefaults, abc.ABC):
                             tried,
                             session.cpu_seconds() - cpu_start,
                             time.monotonic() - started,
+                            kernel_checked=True,
                         )
             elif result.status is TacticStatus.TIMEOUT or slow:
                 outcome = Outcome.TIMEOUT  # some script ran out of time: a larger budget may help

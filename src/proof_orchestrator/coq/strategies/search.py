@@ -429,7 +429,10 @@ class SearchStrategy(StrategyDefaults):
         readable: dict[tuple[str, ...], list[str]] = {}
         found = await self._search(session, budget, readable=readable)
         script: Sequence[str] = ()
+        checked = False
         if found.end is SearchEnd.FOUND:
+            # the search accepts a closing only once its readable script takes ``Qed``
+            checked = found.steps in readable
             script = readable.get(found.steps) or await self._readable(
                 session, found.steps, found.counts
             )
@@ -444,6 +447,7 @@ class SearchStrategy(StrategyDefaults):
             found.tried,
             session.cpu_seconds() - cpu_start,
             time.monotonic() - started,
+            kernel_checked=checked,
         )
 
     async def _readable(
