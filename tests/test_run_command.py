@@ -64,3 +64,24 @@ def test_times_output_of_dash_and_bash() -> None:
     assert _children_cpu("") is None
     # what the shell said before ``times`` (a command it could not start) is not read
     assert _children_cpu("sh: 1: x: not found\n0m0.0s 0m0.0s\n0m0.5s 0m0.25s\n") == 0.75
+
+
+def test_a_command_counts_in_the_trees_cpu_while_it_runs_and_once() -> None:
+    """``coqc`` under the shell (a file's check) is the run's CPU as it goes: read only
+    when the shell reaped it, a 30 s check looked like someone else's work, and then
+    arrived at once as a debt that held every request back."""
+    from proof_orchestrator.scheduler.governor import _tree_cpu
+
+    async def measured() -> tuple[float, float, float]:
+        start = _tree_cpu()
+        task = asyncio.create_task(run_command([sys.executable, "-c", BURN, "1.5"], timeout=30))
+        await asyncio.sleep(1.2)
+        midway = _tree_cpu() - start
+        run = await task
+        assert run.returncode == 3
+        return midway, _tree_cpu() - start, run.cpu_seconds
+
+    midway, total, own = asyncio.run(measured())
+    assert midway > 0.5, midway  # counted before the command ended
+    # at the end, the command's CPU once (this process's own adds a little)
+    assert own - 0.2 <= total <= own + 1.0, (total, own)

@@ -478,18 +478,27 @@ async def run_command(
     started = time.monotonic()
     proc = await spawn(["sh", "-c", _TIMED, "sh", program, *argv[1:]], cwd=cwd, merge_stderr=False)
     try:
-        stdout, times = await asyncio.wait_for(
-            proc.communicate(input_text.encode() if input_text is not None else None), timeout
-        )
+        # busy while it runs: the command (``coqc`` under the shell) counts as this
+        # run's CPU as it goes, not all at once when the shell reaps it; read as
+        # someone else's, a 30 s check made the governor give way to "other work"
+        # and then hold every request back to repay it
+        with request_in_flight(proc.pid):
+            stdout, times = await asyncio.wait_for(
+                proc.communicate(input_text.encode() if input_text is not None else None), timeout
+            )
+        returncode = proc.returncode if proc.returncode is not None else await proc.wait()
     except TimeoutError as exc:
         await stop_process(proc)
         raise ProverHung(f"{argv[0]} did not finish within {timeout:.0f}s and was killed") from exc
     except BaseException:
         await stop_process(proc)
         raise
-    _forget(proc.pid)
+    finally:
+        # only once reaped (the shell's CPU is then in this process's children
+        # counters): a shell forgotten before would drop out of the tree's CPU
+        # and come back at the reap, counted twice
+        _forget(proc.pid)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    returncode = proc.returncode if proc.returncode is not None else await proc.wait()
     own = _children_cpu(times.decode(errors="replace"))
     if own is None:
         own = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
