@@ -336,20 +336,3 @@ def test_a_cheap_strategy_that_wins_more_than_the_expensive_ones_gets_a_larger_g
     # a boost is capped
     capped = GoalBudget(10.0, heavy, boosts={"rewrite": 50.0})
     assert capped.grant("rewrite") == pytest.approx(CHEAP_SHARE * MAX_BOOST * 10.0)
-
-
-def test_a_boost_never_takes_the_floor_of_an_expensive_strategy_still_waiting() -> None:
-    from proof_orchestrator.scheduler.budget import CHEAP_SHARE, GoalBudget
-
-    heavy = {"micro": False, "rewrite": False, "hammer": True}
-    # hammer needs 6.5 of the 10 s: micro's plain share (1 s) leaves 9, rewrite's
-    # plain share 1 more, and only 1.5 s of its boosted extra (3 s) fit above the floor
-    account = GoalBudget(10.0, heavy, floors={"hammer": 6.5}, boosts={"rewrite": 4.0})
-    assert account.grant("micro") == pytest.approx(CHEAP_SHARE * 10.0)
-    assert account.grant("rewrite") == pytest.approx(1.0 + 1.5)
-    assert account.grant("hammer") == pytest.approx(6.5)
-    # once hammer has started, the extra is no longer held back
-    later = GoalBudget(10.0, heavy, floors={"hammer": 6.5}, boosts={"rewrite": 4.0})
-    assert later.grant("hammer") == pytest.approx(10.0)  # the last expensive one: all
-    later.settle(10.0, 1.0)
-    assert later.grant("rewrite") == pytest.approx(4.0)

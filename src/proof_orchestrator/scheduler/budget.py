@@ -4,8 +4,7 @@
 together. The strategies run in the bandit's order with the cheap ones first
 (quick tactics: their whole list costs little), each granted a small share
 (:data:`CHEAP_SHARE` of ``B``, times its boost: up to :data:`MAX_BOOST` for one
-that wins more often than the expensive ones on this project, the extra taken
-only from what lies above the waiting strategies' floors); the expensive
+that wins more often than the expensive ones on this project); the expensive
 ones (search, hammer...) then share what is left, in proportion to the
 bandit's estimate of their success rate on goals of this class, each keeping
 back the floor of those still waiting (CoqHammer's ATPs need a few seconds to
@@ -94,13 +93,8 @@ class GoalBudget:
             reserved = sum(self.floors[n] for n in self._waiting)
             amount = max(min(amount, left - reserved), min(left, self.floors[name]))
         else:
-            plain = min(left, max(MIN_GRANT, CHEAP_SHARE * self.total))
-            # a boost's extra comes only out of what lies above the floors of the
-            # expensive strategies still waiting: a cheap strategy that wins often
-            # gets more time, never the time hammer needs to be of any use
-            extra = CHEAP_SHARE * (self.boosts.get(name, 1.0) - 1.0) * self.total
-            spare = left - plain - sum(self.floors[n] for n in self._waiting)
-            amount = plain + min(extra, max(0.0, spare))
+            share = CHEAP_SHARE * self.boosts.get(name, 1.0)
+            amount = min(left, max(MIN_GRANT, share * self.total))
         if amount < MIN_GRANT:
             return 0.0
         self.reserved += amount
