@@ -18,6 +18,7 @@ from ..goals import Outcome
 from ..learn import MINING
 from ..provers.accounting import PROVER_PROCESSES
 from ..run.pipeline import FileStatus, FillReport, fill
+from ..search.memory import MEMORY_COUNTS
 from ..workflows.background import run_background
 from ..workflows.blueprint import critical_path_weights
 from ..workflows.gitops import GitError, GitRepo, ProofBranch, publish
@@ -78,6 +79,8 @@ def fill_json(report: FillReport) -> dict[str, Any]:
         "wall_seconds": round(report.wall_seconds, 3),
         # what learning from the visible proofs cost this process (mining, the cache)
         "learning": MINING.as_dict(),
+        # what the searches reused of earlier ones (refuted tactics skipped, closings rerun)
+        "search_memory": MEMORY_COUNTS.as_dict(),
         # what the prover processes cost outside attempts: starts, loads up to each hole
         "prover_processes": PROVER_PROCESSES.as_dict(),
         # per strategy: goal passes it was planned in, explored in, or rested from (no win yet)

@@ -7,11 +7,13 @@ goal displays.
 
 from .bestfirst import Expander, SearchEnd, SearchFound, best_first
 from .features import GoalSyntax, TacticModel, features, similarity
+from .memory import GoalMemory, SearchMemory
 from .premises import Premise, PremiseIndex, tokens
 from .proofstate import Hypothesis, ProofStates, hypotheses
 
 __all__ = [
     "Expander",
+    "GoalMemory",
     "GoalSyntax",
     "Hypothesis",
     "Premise",
@@ -19,6 +21,7 @@ __all__ = [
     "ProofStates",
     "SearchEnd",
     "SearchFound",
+    "SearchMemory",
     "TacticModel",
     "best_first",
     "features",

@@ -12,6 +12,13 @@ the first tactic after which no goal remains, when ``max_expansions`` nodes
 were expanded, or when the prover's CPU since the start reaches
 ``cpu_seconds``. Depth and expansions come from the caller (the budget's
 :func:`search_limits`, shared by Coq's and Lean's searches).
+
+With a :class:`~.memory.GoalMemory`, what the run learned before is reused by
+state: a candidate refuted on the same first goal is not sent again, and a
+node whose first goal an earlier branch closed runs that branch's steps first,
+as one move. The search adds what it learns: every tactic that fails or times
+out, and the steps that close a goal (the goal counts along a branch fall
+below the count where the goal was first; tactics work on the first goal).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..provers.base import ProofState, TacticStatus
+from .memory import MEMORY_COUNTS, GoalMemory
 from .proofstate import ProofStates
 
 __all__ = [
@@ -97,6 +105,11 @@ class SearchFound:
     expansions: int = 0
 
 
+#: a goal being worked on along a branch: its text, the open goals when it was
+#: first, and the number of steps before it
+_Open = tuple[str, int, int]
+
+
 @dataclass(order=True, slots=True)
 class _Node:
     priority: float
@@ -105,6 +118,32 @@ class _Node:
     goals: tuple[str, ...] = field(compare=False)
     steps: tuple[str, ...] = field(compare=False)
     counts: tuple[int, ...] = field(compare=False)
+    #: the goals of the branch not closed yet, oldest first (see :func:`_closed`)
+    opened: tuple[_Open, ...] = field(default=(), compare=False)
+
+
+def _closed(
+    opened: Sequence[_Open], steps: Sequence[str], goals: Sequence[str]
+) -> tuple[tuple[_Open, ...], list[tuple[str, tuple[str, ...]]]]:
+    """After ``steps`` from the root leave ``goals``: the goals still open along the
+    branch, and the (goal, steps that closed it) of those the last step closed.
+
+    A goal first seen with ``n`` goals open is closed once ``n - 1`` remain (the
+    goals after it are untouched while tactics work on the first goal); when
+    fewer remain, one step closed several goals at once, and none is recorded.
+    """
+    count = len(goals)
+    still: list[_Open] = []
+    done: list[tuple[str, tuple[str, ...]]] = []
+    for entry in opened:
+        goal, open_then, at = entry
+        if open_then <= count:
+            still.append(entry)
+        elif open_then == count + 1:
+            done.append((goal, tuple(steps[at:])))
+    if goals:
+        still.append((goals[0], count, len(steps)))
+    return tuple(still), done
 
 
 #: ``n, m : nat`` (Coq) or ``x y : Nat`` (Lean); names are separated by a comma or by
@@ -176,6 +215,7 @@ async def best_first(
     per_node: int = 24,
     probe: Probe | None = None,
     accept: Accept | None = None,
+    memory: GoalMemory | None = None,
 ) -> SearchFound:
     """Search from ``states.root`` (see the module's docstring).
 
@@ -186,6 +226,8 @@ async def best_first(
     those it keeps are run one by one: the same steps, in the same order, for
     a fraction of the round trips. With ``accept``, steps that leave no goal are
     a proof only if it says so (the kernel's ``Qed``); else the search goes on.
+    With ``memory``, earlier searches' refutations and closings are reused and
+    this one's are added (see the module's docstring).
     """
     cpu_start = states.cpu_seconds()
     tried = 0
@@ -202,8 +244,10 @@ async def best_first(
     if not first:
         return end(SearchEnd.EXHAUSTED)
     counter = itertools.count()
-    frontier = [_Node(0.0, next(counter), root, first, (), (len(first),))]
+    opened: tuple[_Open, ...] = ((first[0], len(first), 0),)
+    frontier = [_Node(0.0, next(counter), root, first, (), (len(first),), opened)]
     seen = {fingerprint(first)}
+
     while frontier and expansions < max_expansions:
         if spent() >= cpu_seconds:
             return end(SearchEnd.TIMEOUT)
@@ -212,11 +256,27 @@ async def best_first(
         state = await states.reach(node.state, timeout=tactic_seconds)
         if state is None:
             continue
+        goal = node.goals[0]
+        ran: str | None = None  # a one-step closing already run here
+        if memory is not None and (closing := memory.closing(goal)) is not None:
+            found = await _reuse(states, node, state, closing, tactic_seconds, memory, accept)
+            tried += len(closing)
+            if isinstance(found, SearchFound):
+                return SearchFound(SearchEnd.FOUND, found.steps, found.counts, tried, expansions)
+            if found is not None:
+                _queue(found, node, seen, frontier, counter, max_depth, CONFIDENCE_CAP)
+            ran = closing[0] if len(closing) == 1 else None
         candidates: dict[str, float] = {}
         for expander in expanders:
-            for tactic, confidence in await expander(node.goals[0], node.steps):
+            for tactic, confidence in await expander(goal, node.steps):
                 candidates.setdefault(tactic, confidence)
-        chosen = list(candidates.items())[:per_node]
+        candidates.pop(ran or "", None)
+        chosen = list(candidates.items())
+        if memory is not None:
+            fresh = [(t, c) for t, c in chosen if not memory.refuted(goal, t, tactic_seconds)]
+            MEMORY_COUNTS.skipped += len(chosen) - len(fresh)
+            chosen = fresh
+        chosen = chosen[:per_node]
         keep = [True] * len(chosen)
         checked = 0  # the candidates before this index were probed, or are run unprobed
         for at, (tactic, confidence) in enumerate(chosen):
@@ -227,38 +287,141 @@ async def best_first(
                 size = min(PROBE_CHUNK, room, len(chosen) - at)
                 checked = at + max(size, 1)
                 if size >= 2:
-                    kept = await probe([t for t, _ in chosen[at:checked]], state, tactic_seconds)
+                    asked = [t for t, _ in chosen[at:checked]]
+                    kept = await probe(asked, state, tactic_seconds)
                     if kept is not None:
                         keep[at:checked] = kept
+                        if memory is not None:
+                            for t, k in zip(asked, kept, strict=True):
+                                if not k:
+                                    memory.refute(goal, t, tactic_seconds)
             tried += 1
             if not keep[at]:  # probed: it would not change the goal
                 continue
             step = await states.apply(tactic, state, timeout=tactic_seconds)
+            steps = (*node.steps, tactic)
             if step.status is TacticStatus.COMPLETE:
-                steps, counts = (*node.steps, tactic), (*node.counts, 0)
+                counts = (*node.counts, 0)
                 if accept is None or await accept(steps, counts):
+                    _remember(memory, node.opened, steps, ())
                     return SearchFound(SearchEnd.FOUND, steps, counts, tried, expansions)
                 continue  # no goal left, but no proof: the search goes on
-            if step.status is not TacticStatus.GOALS or len(node.steps) + 1 >= max_depth:
+            if step.status is not TacticStatus.GOALS:
+                if memory is not None:
+                    timed_out = step.status is TacticStatus.TIMEOUT
+                    memory.refute(goal, tactic, tactic_seconds if timed_out else math.inf)
                 continue
-            key = fingerprint(step.goals)
-            if key in seen:
+            if memory is not None and step.goals == node.goals:
+                memory.refute(goal, tactic)  # it left the state as it was
                 continue
-            seen.add(key)
-            heapq.heappush(
+            opened = _remember(memory, node.opened, steps, step.goals)
+            _queue(
+                _Reached(step.state, step.goals, steps, (*node.counts, len(step.goals)), opened),
+                node,
+                seen,
                 frontier,
-                _Node(
-                    priority(
-                        len(node.steps) + 1,
-                        len(step.goals),
-                        confidence,
-                        len(step.goals[0]) / max(1, len(node.goals[0])),
-                    ),
-                    next(counter),
-                    step.state,
-                    step.goals,
-                    (*node.steps, tactic),
-                    (*node.counts, len(step.goals)),
-                ),
+                counter,
+                max_depth,
+                confidence,
             )
     return end(SearchEnd.EXHAUSTED)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reached:
+    """A state a step (or a reused closing) reached, not queued yet."""
+
+    state: ProofState
+    goals: tuple[str, ...]
+    steps: tuple[str, ...]
+    counts: tuple[int, ...]
+    opened: tuple[_Open, ...]
+
+
+def _queue(
+    reached: _Reached,
+    parent: _Node,
+    seen: set[str],
+    frontier: list[_Node],
+    counter: itertools.count[int],
+    max_depth: int,
+    confidence: float,
+) -> None:
+    """Put ``reached`` on the frontier, one level below ``parent``, unless a state with
+    the same goals was queued before or the branch is as deep as the search goes."""
+    if len(parent.steps) + 1 >= max_depth:
+        return
+    key = fingerprint(reached.goals)
+    if key in seen:
+        return
+    seen.add(key)
+    heapq.heappush(
+        frontier,
+        _Node(
+            priority(
+                len(parent.steps) + 1,
+                len(reached.goals),
+                confidence,
+                len(reached.goals[0]) / max(1, len(parent.goals[0])),
+            ),
+            next(counter),
+            reached.state,
+            reached.goals,
+            reached.steps,
+            reached.counts,
+            reached.opened,
+        ),
+    )
+
+
+def _remember(
+    memory: GoalMemory | None,
+    opened: tuple[_Open, ...],
+    steps: tuple[str, ...],
+    goals: Sequence[str],
+) -> tuple[_Open, ...]:
+    """Record in ``memory`` the goals that ``steps`` closed (see :func:`_closed`); the
+    goals still open along the branch."""
+    still, done = _closed(opened, steps, goals)
+    if memory is not None:
+        for goal, closing in done:
+            memory.closed(goal, closing)
+    return still
+
+
+async def _reuse(
+    states: ProofStates,
+    node: _Node,
+    state: ProofState,
+    closing: tuple[str, ...],
+    tactic_seconds: float,
+    memory: GoalMemory,
+    accept: Accept | None,
+) -> _Reached | SearchFound | None:
+    """Run at ``node`` the ``closing`` an earlier branch found for its first goal: the
+    state after it when it closes that goal again, a :class:`SearchFound` when it leaves
+    no goal and ``accept`` takes the proof, else None."""
+    MEMORY_COUNTS.closings_tried += 1
+    steps, counts, opened, goals = node.steps, node.counts, node.opened, node.goals
+    for tactic in closing:
+        step = await states.apply(tactic, state, timeout=tactic_seconds)
+        steps = (*steps, tactic)
+        if step.status is TacticStatus.COMPLETE:
+            if len(steps) - len(node.steps) != len(closing) or len(node.goals) != 1:
+                return None
+            counts = (*counts, 0)
+            if accept is not None and not await accept(steps, counts):
+                return None
+            MEMORY_COUNTS.closings_reused += 1
+            _remember(memory, opened, steps, ())
+            return SearchFound(SearchEnd.FOUND, steps, counts)
+        if step.status is not TacticStatus.GOALS:
+            return None
+        state = step.state
+        counts = (*counts, len(step.goals))
+        opened = _remember(memory, opened, steps, step.goals)
+        goals = step.goals
+    if counts[-1] != len(node.goals) - 1:
+        return None
+    MEMORY_COUNTS.closings_reused += 1
+    return _Reached(state, goals, steps, counts, opened)

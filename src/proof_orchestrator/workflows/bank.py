@@ -32,6 +32,7 @@ from ..provers.accounting import PROVER_PROCESSES
 from ..provers.process import TRAFFIC
 from ..run.pipeline import FillOptions, FillReport, GoalReport, fill
 from ..scheduler.governor import CpuGovernor, trace_summary
+from ..search.memory import MEMORY_COUNTS
 
 __all__ = ["BankEntry", "load_index", "run_bank"]
 
@@ -228,6 +229,8 @@ async def run_bank(
         ),
     }
     result["learning"] = MINING.as_dict()
+    # what the searches reused of earlier ones (refuted tactics skipped, closings rerun)
+    result["search_memory"] = MEMORY_COUNTS.as_dict()
     result["prover_processes"] = PROVER_PROCESSES.as_dict()
     out = out_dir / f"{stamp}.json"
     out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -49,6 +49,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from ...goals import Budget, Goal, Outcome
 from ...provers.base import ProofState, TacticStatus
 from ...search.bestfirst import SearchEnd, SearchFound, best_first, search_limits
+from ...search.memory import SearchMemory
 from ...strategies.base import StrategyDefaults, StrategyResult
 from ..probe import probe
 from ..session import CoqSession
@@ -283,6 +284,8 @@ class SearchStrategy(StrategyDefaults):
         self.per_node = per_node
         #: ask coqtop which candidates could take a step before running them (:mod:`..probe`)
         self.probe = probe
+        #: what this run's searches learned, reused by state (:mod:`...search.memory`)
+        self.memory = SearchMemory()
 
     def training_cpu_seconds(self) -> float:
         return float(self.models.cpu_seconds)
@@ -369,6 +372,7 @@ class SearchStrategy(StrategyDefaults):
         """Best-first from ``start`` (the root: a found proof must close with ``Qed``;
         ``readable`` gets its bulleted script)."""
         cpu_start = session.cpu_seconds()
+        goal = session.goal
         if readable is None:
             readable = {}
         max_depth, max_expansions = search_limits(
@@ -411,6 +415,7 @@ class SearchStrategy(StrategyDefaults):
             probe=functools.partial(probe_at, session) if self.probe else None,
             # from the goal's root only: a search inside a proof (repair) has no Qed
             accept=kernel_takes if start is None else None,
+            memory=self.memory.for_goal(str(goal.file), f"{goal.file}:{goal.qualified_name}"),
         )
 
     async def search_from(

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from ...goals import Budget, Goal, Outcome
 from ...search.bestfirst import Expander, SearchEnd, best_first, search_limits
+from ...search.memory import SearchMemory
 from ...search.premises import PremiseIndex
 from ...search.proofstate import Hypothesis
 from ...strategies.base import StrategyDefaults, StrategyResult
@@ -195,6 +196,8 @@ class LeanSearchStrategy(StrategyDefaults):
         self.max_depth = max_depth
         self.max_expansions = max_expansions
         self.per_node = per_node
+        #: what this run's searches learned, reused by state (:mod:`...search.memory`)
+        self.memory = SearchMemory()
 
     def training_cpu_seconds(self) -> float:
         return float(self.models.cpu_seconds)
@@ -238,6 +241,7 @@ class LeanSearchStrategy(StrategyDefaults):
             cpu_seconds=max(0.0, budget.cpu_seconds - spent_before),
             tactic_seconds=budget.tactic_seconds,
             per_node=self.per_node,
+            memory=self.memory.for_goal(str(goal.file), f"{goal.file}:{goal.qualified_name}"),
         )
         outcome = {
             SearchEnd.FOUND: Outcome.CANDIDATE,
