@@ -12,8 +12,8 @@ from proof_orchestrator.coq.holes import scan_coq_text
 from proof_orchestrator.coq.prover import CoqProver
 from proof_orchestrator.coq.states import CoqStates
 from proof_orchestrator.provers.base import ProofState, TacticResult, TacticStatus
-from proof_orchestrator.search.bestfirst import SearchEnd, _closed, best_first
-from proof_orchestrator.search.memory import MEMORY_COUNTS, SearchMemory
+from proof_orchestrator.search.bestfirst import SearchEnd, _closed, _Learner, best_first
+from proof_orchestrator.search.memory import MEMORY_COUNTS, GoalMemory, SearchMemory
 
 TWO = """\
 Lemma swap : forall P Q : Prop, P /\\ Q -> Q /\\ P.
@@ -172,3 +172,45 @@ def test_refutations_are_kept_per_hole_and_closings_per_file() -> None:
     assert not below.refuted("goal", "auto.", 1.0)
     assert below.closing("goal") == ("split.", "auto.")
     assert memory.for_goal("G.v", "G.v:a").closing("goal") is None
+
+
+def _learner(seconds: float = 2.0) -> tuple[_Learner, GoalMemory]:
+    memory = SearchMemory().for_goal("F.v", "F.v:lemma")
+    return _Learner(memory, seconds), memory
+
+
+def _failed(cpu_seconds: float, status: TacticStatus = TacticStatus.FAILED) -> TacticResult:
+    return TacticResult(status, ProofState((), 1, 0), cpu_seconds=cpu_seconds)
+
+
+def test_a_tactic_that_names_other_goals_is_neither_refuted_nor_read_as_a_closing() -> None:
+    """``2: lia.`` may fail because of the second goal, and closes no first goal."""
+    learner, memory = _learner()
+    learner.refute("g", "2: lia.", _failed(0.01))
+    learner.refute("g", "all: auto.", None)
+    assert not memory.refuted("g", "2: lia.", 1.0)
+    assert not memory.refuted("g", "all: auto.", 1.0)
+    # g with a second goal h: "2: exact H." closes h, not g
+    opened = learner.opened((("g", 2, 0),), ("2: exact H.",), ["g"], "2: exact H.")
+    assert memory.closing("g") is None
+    assert opened == (("g", 1, 1),)
+
+
+def test_a_slow_failure_is_refuted_only_up_to_the_time_it_had() -> None:
+    learner, memory = _learner(seconds=2.0)
+    learner.refute("g", "quick.", _failed(0.1))
+    learner.refute("g", "slow.", _failed(1.5))
+    learner.refute("g", "timeout.", _failed(0.5, TacticStatus.TIMEOUT))
+    assert memory.refuted("g", "quick.", 60.0)
+    assert memory.refuted("g", "slow.", 2.0)
+    assert not memory.refuted("g", "slow.", 4.0)
+    assert not memory.refuted("g", "timeout.", 4.0)
+
+
+def test_the_closings_of_a_branch_the_kernel_refused_are_forgotten() -> None:
+    learner, memory = _learner()
+    opened = learner.opened((("g", 1, 0),), ("split.",), ["a", "b"], "split.")
+    learner.opened(opened, ("split.", "apply: bad."), ["b"], "apply: bad.")
+    assert memory.closing("a") == ("apply: bad.",)
+    learner.refused(("split.", "apply: bad.", "done."))
+    assert memory.closing("a") is None

@@ -32,7 +32,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from ..provers.base import ProofState, TacticStatus
+from ..provers.base import ProofState, TacticResult, TacticStatus
 from .memory import MEMORY_COUNTS, GoalMemory
 from .proofstate import ProofStates
 
@@ -243,6 +243,7 @@ async def best_first(
     first = await states.show(root, timeout=tactic_seconds)
     if not first:
         return end(SearchEnd.EXHAUSTED)
+    learner = _Learner(memory, tactic_seconds)
     counter = itertools.count()
     opened: tuple[_Open, ...] = ((first[0], len(first), 0),)
     frontier = [_Node(0.0, next(counter), root, first, (), (len(first),), opened)]
@@ -259,24 +260,24 @@ async def best_first(
         goal = node.goals[0]
         ran: str | None = None  # a one-step closing already run here
         if memory is not None and (closing := memory.closing(goal)) is not None:
-            found = await _reuse(states, node, state, closing, tactic_seconds, memory, accept)
-            tried += len(closing)
-            if isinstance(found, SearchFound):
-                return SearchFound(SearchEnd.FOUND, found.steps, found.counts, tried, expansions)
-            if found is not None:
-                _queue(found, node, seen, frontier, counter, max_depth, CONFIDENCE_CAP)
+            reused = await _reuse(
+                states, node, state, closing, tactic_seconds, learner, accept, spent, cpu_seconds
+            )
+            tried += reused.ran
+            if reused.found is not None:
+                return SearchFound(
+                    SearchEnd.FOUND, reused.found.steps, reused.found.counts, tried, expansions
+                )
+            if reused.reached is not None:
+                bonus = CONFIDENCE_CAP if reused.closed else 0.0
+                _queue(reused.reached, node, seen, frontier, counter, max_depth, bonus)
             ran = closing[0] if len(closing) == 1 else None
         candidates: dict[str, float] = {}
         for expander in expanders:
             for tactic, confidence in await expander(goal, node.steps):
                 candidates.setdefault(tactic, confidence)
         candidates.pop(ran or "", None)
-        chosen = list(candidates.items())
-        if memory is not None:
-            fresh = [(t, c) for t, c in chosen if not memory.refuted(goal, t, tactic_seconds)]
-            MEMORY_COUNTS.skipped += len(chosen) - len(fresh)
-            chosen = fresh
-        chosen = chosen[:per_node]
+        chosen = learner.fresh(goal, list(candidates.items()))[:per_node]
         keep = [True] * len(chosen)
         checked = 0  # the candidates before this index were probed, or are run unprobed
         for at, (tactic, confidence) in enumerate(chosen):
@@ -291,10 +292,9 @@ async def best_first(
                     kept = await probe(asked, state, tactic_seconds)
                     if kept is not None:
                         keep[at:checked] = kept
-                        if memory is not None:
-                            for t, k in zip(asked, kept, strict=True):
-                                if not k:
-                                    memory.refute(goal, t, tactic_seconds)
+                        for t, k in zip(asked, kept, strict=True):
+                            if not k:
+                                learner.refute(goal, t, None)
             tried += 1
             if not keep[at]:  # probed: it would not change the goal
                 continue
@@ -303,18 +303,17 @@ async def best_first(
             if step.status is TacticStatus.COMPLETE:
                 counts = (*node.counts, 0)
                 if accept is None or await accept(steps, counts):
-                    _remember(memory, node.opened, steps, ())
+                    learner.opened(node.opened, steps, (), tactic)
                     return SearchFound(SearchEnd.FOUND, steps, counts, tried, expansions)
+                learner.refused(steps)
                 continue  # no goal left, but no proof: the search goes on
             if step.status is not TacticStatus.GOALS:
-                if memory is not None:
-                    timed_out = step.status is TacticStatus.TIMEOUT
-                    memory.refute(goal, tactic, tactic_seconds if timed_out else math.inf)
+                learner.refute(goal, tactic, step)
                 continue
-            if memory is not None and step.goals == node.goals:
-                memory.refute(goal, tactic)  # it left the state as it was
+            if step.goals == node.goals:
+                learner.refute(goal, tactic, step)  # it left the state as it was
                 continue
-            opened = _remember(memory, node.opened, steps, step.goals)
+            opened = learner.opened(node.opened, steps, step.goals, tactic)
             _queue(
                 _Reached(step.state, step.goals, steps, (*node.counts, len(step.goals)), opened),
                 node,
@@ -374,19 +373,92 @@ def _queue(
     )
 
 
-def _remember(
-    memory: GoalMemory | None,
-    opened: tuple[_Open, ...],
-    steps: tuple[str, ...],
-    goals: Sequence[str],
-) -> tuple[_Open, ...]:
-    """Record in ``memory`` the goals that ``steps`` closed (see :func:`_closed`); the
-    goals still open along the branch."""
-    still, done = _closed(opened, steps, goals)
-    if memory is not None:
-        for goal, closing in done:
-            memory.closed(goal, closing)
-    return still
+#: a tactic that works on goals other than the first: a goal selector (Coq's ``all:``,
+#: ``2:``, ``1,3:``, ``[x]:``, ``Unshelve``...; Lean's ``all_goals``, ``case h =>``,
+#: ``swap``...). Its failure may come from another goal, and the goal counts
+#: around it say nothing about the first goal's closing.
+_OTHER_GOALS = re.compile(
+    r"^\s*(?:(?:all|par|!|\d+(?:\s*-\s*\d+)?(?:\s*,\s*\d+(?:\s*-\s*\d+)?)*|\[[^\]]*\])\s*:(?!=)"
+    r"|(?:Unshelve|Focus|Unfocus|shelve|shelve_unifiable|swap|cycle|revgoals"
+    r"|all_goals|any_goals|rotate_left|rotate_right|pick_goal|on_goal|next)\b"
+    r"|case\s+[^:]*=>)"
+)
+
+
+def names_other_goals(tactic: str) -> bool:
+    """``tactic`` may work on goals other than the first (see :data:`_OTHER_GOALS`)."""
+    return _OTHER_GOALS.match(tactic) is not None
+
+
+class _Learner:
+    """The search's side of a :class:`~.memory.GoalMemory` (none: it learns nothing).
+
+    It refutes what failed, reads the closings along each branch and records
+    them, and forgets those of a branch whose proof the kernel refused.
+    """
+
+    def __init__(self, memory: GoalMemory | None, tactic_seconds: float) -> None:
+        self.memory = memory
+        self.seconds = tactic_seconds
+        #: (the branch's steps when it was recorded, the goal it closed)
+        self._recorded: list[tuple[tuple[str, ...], str]] = []
+
+    def fresh(self, goal: str, chosen: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """``chosen`` without the tactics refuted on ``goal`` before."""
+        if self.memory is None:
+            return chosen
+        memory = self.memory
+        fresh = [(t, c) for t, c in chosen if not memory.refuted(goal, t, self.seconds)]
+        MEMORY_COUNTS.skipped += len(chosen) - len(fresh)
+        return fresh
+
+    def refute(self, goal: str, tactic: str, result: TacticResult | None) -> None:
+        """``tactic`` took no step on ``goal`` (``result`` None: a probe said so). A
+        failure that took half the tactic's time may be a timeout in disguise."""
+        if self.memory is None or names_other_goals(tactic):
+            return
+        quick = (
+            result is not None
+            and result.status is not TacticStatus.TIMEOUT
+            and result.cpu_seconds < self.seconds / 2
+        )
+        self.memory.refute(goal, tactic, math.inf if quick else self.seconds)
+
+    def opened(
+        self, opened: tuple[_Open, ...], steps: tuple[str, ...], goals: Sequence[str], tactic: str
+    ) -> tuple[_Open, ...]:
+        """Record the goals that ``steps`` closed (see :func:`_closed`); the goals still
+        open along the branch."""
+        if names_other_goals(tactic):
+            return ((goals[0], len(goals), len(steps)),) if goals else ()
+        still, done = _closed(opened, steps, goals)
+        if self.memory is not None:
+            for goal, closing in done:
+                self.memory.closed(goal, closing)
+                self._recorded.append((steps, goal))
+        return still
+
+    def refused(self, steps: tuple[str, ...]) -> None:
+        """The kernel refused the proof ``steps`` make: forget the closings read along it."""
+        if self.memory is None:
+            return
+        for branch, goal in self._recorded:
+            if steps[: len(branch)] == branch:
+                self.memory.forget(goal)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reuse:
+    """What running a known closing at a node gave."""
+
+    #: tactics run
+    ran: int
+    #: the proof, when the closing left no goal and the kernel took it
+    found: SearchFound | None = None
+    #: the state it reached, when every step took one
+    reached: _Reached | None = None
+    #: that state has the node's first goal closed (one goal fewer)
+    closed: bool = False
 
 
 async def _reuse(
@@ -395,33 +467,47 @@ async def _reuse(
     state: ProofState,
     closing: tuple[str, ...],
     tactic_seconds: float,
-    memory: GoalMemory,
+    learner: _Learner,
     accept: Accept | None,
-) -> _Reached | SearchFound | None:
-    """Run at ``node`` the ``closing`` an earlier branch found for its first goal: the
-    state after it when it closes that goal again, a :class:`SearchFound` when it leaves
-    no goal and ``accept`` takes the proof, else None."""
+    spent: Callable[[], float],
+    cpu_seconds: float,
+) -> _Reuse:
+    """Run at ``node`` the ``closing`` an earlier branch found for its first goal. A
+    closing that fails here or does not close the goal is forgotten (the state it
+    reached is still a state)."""
+    assert learner.memory is not None
+    memory = learner.memory
+    goal = node.goals[0]
     MEMORY_COUNTS.closings_tried += 1
     steps, counts, opened, goals = node.steps, node.counts, node.opened, node.goals
-    for tactic in closing:
+    for ran, tactic in enumerate(closing, start=1):
+        if spent() >= cpu_seconds:
+            return _Reuse(ran - 1)
         step = await states.apply(tactic, state, timeout=tactic_seconds)
         steps = (*steps, tactic)
         if step.status is TacticStatus.COMPLETE:
-            if len(steps) - len(node.steps) != len(closing) or len(node.goals) != 1:
-                return None
             counts = (*counts, 0)
             if accept is not None and not await accept(steps, counts):
-                return None
+                learner.refused(steps)
+                memory.forget(goal)
+                return _Reuse(ran)
             MEMORY_COUNTS.closings_reused += 1
-            _remember(memory, opened, steps, ())
-            return SearchFound(SearchEnd.FOUND, steps, counts)
+            learner.opened(opened, steps, (), tactic)
+            return _Reuse(ran, found=SearchFound(SearchEnd.FOUND, steps, counts))
         if step.status is not TacticStatus.GOALS:
-            return None
+            if ran == 1:
+                learner.refute(goal, tactic, step)
+            memory.forget(goal)
+            return _Reuse(ran)
         state = step.state
         counts = (*counts, len(step.goals))
-        opened = _remember(memory, opened, steps, step.goals)
+        opened = learner.opened(opened, steps, step.goals, tactic)
         goals = step.goals
-    if counts[-1] != len(node.goals) - 1:
-        return None
-    MEMORY_COUNTS.closings_reused += 1
-    return _Reached(state, goals, steps, counts, opened)
+    closed = counts[-1] == len(node.goals) - 1
+    if closed:
+        MEMORY_COUNTS.closings_reused += 1
+    else:
+        memory.forget(goal)
+    return _Reuse(
+        len(closing), reached=_Reached(state, goals, steps, counts, opened), closed=closed
+    )

@@ -12,14 +12,17 @@ kept for the rest of the run:
 - **refutations**: a tactic that failed on it, left it as it was, or ran out of
   its time. A tactic's effect depends on the first goal alone, so a later node
   with that first goal skips the tactic instead of asking the prover again (a
-  timeout is skipped only while the tactic's time is no longer than the one it
-  ran out of).
+  timeout, or a failure that took half the tactic's time, is skipped only while
+  the tactic's time is no longer than the one it had). A tactic that names
+  other goals (``all:``, ``2:``, Lean's ``all_goals``) is never refuted, and no
+  closing is read across it.
 
 Both are only ever suggestions and prunings: a reused closing runs in the
 prover like any step, and a found proof is checked as always. Refutations are
 kept per hole (a tactic that fails above a lemma may work below it); closings
 per file, where another hole's subgoal may read the same. Keys are digests of
-the goal's text, and each table keeps its most recent :data:`MAX_ENTRIES`.
+the goal's text (with the hole's or the file's name), and each kind is one
+table of the most recent :data:`MAX_ENTRIES` (about 30 MB).
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ class _Table(Generic[_V]):
         while len(self._items) > self._limit:
             self._items.popitem(last=False)
 
+    def pop(self, key: bytes) -> None:
+        self._items.pop(key, None)
+
     def __len__(self) -> int:
         return len(self._items)
 
@@ -89,42 +95,53 @@ class _Table(Generic[_V]):
 class GoalMemory:
     """The view of a :class:`SearchMemory` that one search of one hole uses."""
 
-    def __init__(self, refutations: _Table[float], closings: _Table[tuple[str, ...]]) -> None:
+    def __init__(
+        self,
+        refutations: _Table[float],
+        closings: _Table[tuple[str, ...]],
+        hole: str,
+        file: str,
+    ) -> None:
         self._refutations = refutations
         self._closings = closings
+        self._hole = hole
+        self._file = file
 
     def refuted(self, goal: str, tactic: str, seconds: float) -> bool:
         """``tactic`` failed on ``goal`` before, or ran out of at least ``seconds``."""
-        within = self._refutations.get(_digest(goal, tactic))
+        within = self._refutations.get(_digest(self._hole, goal, tactic))
         return within is not None and within >= seconds
 
     def refute(self, goal: str, tactic: str, seconds: float = math.inf) -> None:
         """``tactic`` failed on ``goal`` (``seconds``: it ran out of that much time)."""
-        key = _digest(goal, tactic)
+        key = _digest(self._hole, goal, tactic)
         self._refutations.put(key, max(seconds, self._refutations.get(key) or 0.0))
 
     def closing(self, goal: str) -> tuple[str, ...] | None:
         """Steps that closed ``goal`` in an earlier branch, if any."""
-        return self._closings.get(_digest(goal))
+        return self._closings.get(_digest(self._file, goal))
 
     def closed(self, goal: str, steps: Sequence[str]) -> None:
         """``steps`` closed ``goal`` (the shortest known is kept)."""
-        key = _digest(goal)
+        key = _digest(self._file, goal)
         known = self._closings.get(key)
         if known is None or len(steps) < len(known):
             self._closings.put(key, tuple(steps))
 
+    def forget(self, goal: str) -> None:
+        """``goal``'s closing did not close it again, or was part of a proof the kernel
+        refused: it is not offered any more."""
+        self._closings.pop(_digest(self._file, goal))
+
 
 class SearchMemory:
-    """Closings per file and refutations per hole, for one run (see the module's docstring)."""
+    """Closings per file and refutations per hole, for one run (see the module's
+    docstring); each kind in one table of at most ``limit`` entries."""
 
     def __init__(self, limit: int = MAX_ENTRIES) -> None:
-        self._limit = limit
-        self._refutations: dict[str, _Table[float]] = {}
-        self._closings: dict[str, _Table[tuple[str, ...]]] = {}
+        self._refutations: _Table[float] = _Table(limit)
+        self._closings: _Table[tuple[str, ...]] = _Table(limit)
 
     def for_goal(self, file: str, hole: str) -> GoalMemory:
         """The memory a search of hole ``hole`` (a name unique in the run) in ``file`` uses."""
-        refutations = self._refutations.setdefault(hole, _Table(self._limit))
-        closings = self._closings.setdefault(file, _Table(self._limit))
-        return GoalMemory(refutations, closings)
+        return GoalMemory(self._refutations, self._closings, hole, file)
