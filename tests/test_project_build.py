@@ -321,3 +321,45 @@ async def test_a_file_checked_after_a_proof_was_written_into_a_file_it_requires(
         assert tools.builder.rebuild_cpu_seconds > 0
     finally:
         await tools.aclose()
+
+
+async def test_a_session_loads_what_its_file_requires_as_rebuilt_after_a_write(
+    project: Project,
+) -> None:
+    """A check of B after a proof was written into A rebuilds A only (B is the checked
+    file): C.vo, compiled against the old A.vo, would then not load in D's session
+    ("makes inconsistent assumptions over library Lib.A"). The session rebuilds what
+    D requires first."""
+    a_hole = "Definition a := 1.\nLemma a1 : a = 1.\nProof.\nAdmitted.\n"
+    c_file = "From Lib Require Import A B.\nDefinition c := b + 1.\n"
+    d_file = "From Lib Require Import A B C.\nLemma d1 : c = 3.\nProof.\nAdmitted.\n"
+    root = project({"A.v": a_hole, "B.v": B, "C.v": c_file, "D.v": d_file})
+    a_path, b_path, d_path = (root / "theories" / n for n in ("A.v", "B.v", "D.v"))
+    tools = CoqBackend().tools(d_path, tool_settings(FillOptions()))
+    try:
+        await tools.builder.build([d_path])
+        a_path.write_text(a_hole.replace("Admitted.", "reflexivity. Qed."), encoding="utf-8")
+        async with tools.builder.checking(b_path):
+            pass
+        assert tools.builder.rebuilt_files == 1  # A only
+        (hole,) = scan_coq_text(d_path, d_file)
+        async with tools.open_session(hole, d_file) as session:
+            step = await session.run_tactic("reflexivity.", session.root, timeout=5)
+        assert step.ok, step.message
+        assert tools.builder.rebuilt_files == 3  # then B and C, before D's session loaded
+    finally:
+        await tools.aclose()
+
+
+def test_a_process_holding_libraries_of_an_older_build_is_not_given_a_new_require() -> None:
+    """Coq keeps a library loaded past a ``BackTo``: a process that loaded Lib.A before
+    A.vo was rebuilt cannot require a file compiled against the new A.vo."""
+    from proof_orchestrator.coq.pool import _Loaded
+
+    held = _Loaded(base=1, codes=["From Lib Require Import A B."], states=[2], generation=1)
+    same_file = ["From Lib Require Import A B.", "Lemma x : True."]
+    other_file = ["From Lib Require Import A B C.", "Lemma y : True."]
+    assert not held.stale(other_file, 1)  # nothing was rebuilt since it loaded
+    assert held.stale(other_file, 2)
+    assert not held.stale(same_file, 2)  # it requires nothing new: BackTo and go on
+    assert not _Loaded(base=1, codes=[], states=[]).stale(other_file, 2)  # no library held

@@ -93,6 +93,7 @@ class CoqTools:
                 workdir=ScratchFolder(root, "session"),
                 settings=self._coq,
                 throttle=self._throttle,
+                generation=lambda: self.builder.generation,
             )
         return prover
 
@@ -113,7 +114,8 @@ class CoqTools:
     @contextlib.asynccontextmanager
     async def _session(self, hole: holes.CoqHole, text: str) -> AsyncIterator[ProofSession]:
         async with contextlib.AsyncExitStack() as stack:
-            async with self.builder.loading():  # no rebuild replaces the .vo files it loads
+            # what the file requires is up to date, and no rebuild replaces it while it loads
+            async with self.builder.loading(hole.goal.file):
                 prover = self.prover_for(hole.goal.file)
                 session = await stack.enter_async_context(
                     prover.session(hole.goal, text, hole.prefix_end, hole.statement_start)

@@ -78,6 +78,8 @@ class CoqBuilder:
         self.generation = 0
         self.rebuilt_files = 0
         self.rebuild_cpu_seconds = 0.0
+        #: the generation at which each file's requirements were last up to date for a load
+        self._loaded_at: dict[Path, int] = {}
         self._graph: dict[Path, set[Path]] | None = None
         #: texts compiled in place of the files on disk (``orch repair``: a file with
         #: broken proofs, as the files that import it should see it)
@@ -265,9 +267,30 @@ class CoqBuilder:
 
         return self._access.writing_then_reading(rebuild)
 
-    def loading(self) -> AbstractAsyncContextManager[None]:
-        """For the block (a session loading ``.vo`` files), no rebuild runs."""
-        return self._access.reading()
+    def loading(self, path: Path | None = None) -> AbstractAsyncContextManager[None]:
+        """For the block (a session loading ``path``'s prefix), no rebuild runs.
+
+        When a rebuild replaced ``.vo`` files since ``path``'s last load, what
+        ``path`` needs is brought up to date first: a check rebuilds only the
+        files between a written file and the checked one, and a file compiled
+        against the older ``.vo`` of a file it requires does not load ("makes
+        inconsistent assumptions over library ...").
+        """
+        if path is None or self._loaded_at.get(path.resolve()) == self.generation:
+            return self._access.reading()
+        source = path.resolve()
+
+        async def rebuild() -> None:
+            generation = self.generation
+            graph = self._graph if self._graph is not None else await self._read_graph_async()
+            if source in graph:
+                result = await self._build(graph, [source], None)
+                self.rebuilt_files += len(result.built)
+                self.rebuild_cpu_seconds += result.cpu_seconds
+            if self.generation == generation:
+                self._loaded_at[source] = generation
+
+        return self._access.writing_then_reading(rebuild)
 
     async def _build(
         self,

@@ -85,6 +85,8 @@ class _Loaded:
     rss: int = 0
     #: the file it holds (the key the last session gave, None: not known)
     text: object = None
+    #: the project build's generation when it first loaded a library (see ``stale``)
+    generation: int | None = None
 
     def elsewhere(self, text: object) -> bool:
         """This process holds another file than ``text`` (a key: the file's path; None
@@ -105,6 +107,15 @@ class _Loaded:
         return other.libraries <= self.libraries and self.common(other.codes) >= 0.9 * len(
             other.codes
         )
+
+    def stale(self, prefix: Sequence[str], generation: int) -> bool:
+        """Loading ``prefix`` here would require a library after the project's ``.vo``
+        files were rebuilt, while this process holds libraries from before: Coq keeps
+        a library loaded (``BackTo`` does not unload it), so a rebuilt file that
+        requires a changed one "makes inconsistent assumptions" over the copy held."""
+        if self.generation is None or self.generation == generation:
+            return False
+        return any(_LIBRARY_LOAD.match(code) for code in prefix[self.common(prefix) :])
 
     def wants(self, libraries: set[str]) -> bool:
         """A session whose prefix loads ``libraries`` may have this process: a warm one
@@ -140,9 +151,16 @@ class _Loaded:
 class ProcessPool:
     """Idle ``coqtop`` processes, handed out to sessions by how well they fit."""
 
-    def __init__(self, settings: CoqSettings, start: Callable[[], Awaitable[CoqTop]]) -> None:
+    def __init__(
+        self,
+        settings: CoqSettings,
+        start: Callable[[], Awaitable[CoqTop]],
+        generation: Callable[[], int] | None = None,
+    ) -> None:
         self.settings = settings
         self._start = start
+        #: the project build's generation (it grows when a rebuild replaces ``.vo`` files)
+        self._generation = generation or (lambda: 0)
         #: idle processes, the one idle the longest first
         self._idle: list[tuple[CoqTop, _Loaded]] = []
         self._loaded: dict[int, _Loaded] = {}
@@ -157,7 +175,12 @@ class ProcessPool:
             raise SessionClosed("the Coq prover was closed")
         libraries = {code for code in prefix if _LIBRARY_LOAD.match(code)}
         while True:
-            suitable = [i for i, (_, held) in enumerate(self._idle) if held.wants(libraries)]
+            generation = self._generation()
+            suitable = [
+                i
+                for i, (_, held) in enumerate(self._idle)
+                if held.wants(libraries) and not held.stale(prefix, generation)
+            ]
             if not suitable:
                 break
             # on a tie, the process released last (the previous behaviour)
@@ -333,6 +356,8 @@ class ProcessPool:
             loaded.states.append(reply.state)
             if _LIBRARY_LOAD.match(code):
                 loaded.libraries.add(code)
+                if loaded.generation is None:
+                    loaded.generation = self._generation()
             before = reply.state
         return top.current
 

@@ -33,6 +33,7 @@ class CoqProver:
         workdir: ScratchFolder | None = None,
         settings: CoqSettings | None = None,
         throttle: Callable[[], Awaitable[None]] | None = None,
+        generation: Callable[[], int] | None = None,
     ) -> None:
         self.flags = tuple(flags)
         self.cwd = cwd
@@ -46,7 +47,8 @@ class CoqProver:
         #: awaited before every sentence sent (the CPU governor's gate)
         self.throttle = throttle
         #: the idle processes and what each has loaded
-        self.pool = ProcessPool(self.settings, self._start)
+        #: (``generation``: the project build's, see :class:`ProcessPool`)
+        self.pool = ProcessPool(self.settings, self._start, generation)
         #: sentences of recently used source texts
         self._split_cache: dict[str, list[Sentence]] = {}
 
