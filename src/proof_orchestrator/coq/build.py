@@ -251,7 +251,10 @@ class CoqBuilder:
     ) -> BuildResult:
         async with self._access.writing():
             graph = await self._read_graph_async()
-            return await self._build(graph, targets, on_step)
+            result = await self._build(graph, targets, on_step)
+            for target in targets:  # what each target requires is up to date now
+                self._loaded_at[target.resolve()] = self.generation
+            return result
 
     def checking(self, path: Path) -> AbstractAsyncContextManager[None]:
         """Rebuild what ``path`` needs that changed since the run's build (a file a proof
