@@ -30,6 +30,11 @@ Admitted.
 """
 
 
+#: the second lemma's candidates: no ``assumption``, so only a remembered closing
+#: can prove ``Q /\\ P``
+NO_ASSUMPTION = ["exact I.", "intros P Q H.", "destruct H.", "split."]
+
+
 class _Counting(CoqStates):
     """The Coq states adapter, counting the tactics it runs."""
 
@@ -111,14 +116,14 @@ async def test_a_subgoal_closed_for_one_hole_is_closed_the_same_way_in_another(
             prover,
             swap_and_true,
             TWO,
-            ["exact I.", "intros P Q H.", "destruct H.", "split."],
+            NO_ASSUMPTION,
             SearchMemory().for_goal(str(path), "swap_and_true"),
         )
         found, _, replay = await _search(
             prover,
             swap_and_true,
             TWO,
-            ["exact I.", "intros P Q H.", "destruct H.", "split."],
+            NO_ASSUMPTION,
             memory.for_goal(str(path), "swap_and_true"),
         )
     finally:

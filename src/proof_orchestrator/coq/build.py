@@ -284,14 +284,13 @@ class CoqBuilder:
         source = path.resolve()
 
         async def rebuild() -> None:
-            generation = self.generation
             graph = self._graph if self._graph is not None else await self._read_graph_async()
             if source in graph:
                 result = await self._build(graph, [source], None)
                 self.rebuilt_files += len(result.built)
                 self.rebuild_cpu_seconds += result.cpu_seconds
-            if self.generation == generation:
-                self._loaded_at[source] = generation
+            # as the writer: no other rebuild ran since, whatever this one compiled
+            self._loaded_at[source] = self.generation
 
         return self._access.writing_then_reading(rebuild)
 
