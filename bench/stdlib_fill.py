@@ -6,7 +6,6 @@ usage: python bench/stdlib_fill.py WORKDIR FILE.v... -- [orch fill options]
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import resource
@@ -24,6 +23,9 @@ from proof_orchestrator.coq.holes import admit_proofs
 from proof_orchestrator.coq.project import load_coqproject
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reaping import ORPHAN_CPU, become_subreaper, reap_orphans  # noqa: E402
 
 
 def _machine_busy() -> tuple[float, float]:
@@ -49,49 +51,6 @@ class MachineSampler(threading.Thread):
             if total > 0:
                 self.samples.append((now[0] - last[0]) / total)
             last = now
-
-
-def _become_subreaper() -> bool:
-    """Make orphaned descendants children of this process (Linux ``PR_SET_CHILD_SUBREAPER``)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(36, 1, 0, 0, 0) == 0
-    except OSError:
-        return False
-
-
-#: CPU seconds of the orphans reaped here, by command name (CoqHammer's ATPs that outlived
-#: their coqtop, say): they are in the process tree's CPU, and in no figure orch reports
-ORPHAN_CPU: dict[str, float] = {}
-
-
-def _reap_others(keep: int | None) -> int:
-    """Reap this process's exited children other than ``keep``; how many children are left.
-
-    Each one reaped adds its CPU to :data:`ORPHAN_CPU` under its command name."""
-    children: list[int] = []
-    for task in Path("/proc/self/task").iterdir():
-        try:
-            children += [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    left = 0
-    for pid in children:
-        if pid == keep:
-            continue
-        try:
-            name = Path(f"/proc/{pid}/comm").read_text().strip()
-        except OSError:
-            name = "?"
-        try:
-            done, _, usage = os.wait4(pid, os.WNOHANG)
-        except ChildProcessError:
-            continue
-        if done == 0:
-            left += 1
-        else:
-            ORPHAN_CPU[name] = ORPHAN_CPU.get(name, 0.0) + usage.ru_utime + usage.ru_stime
-    return left
 
 
 def _tally(fill: dict[str, Any]) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
@@ -139,7 +98,7 @@ def main(argv: list[str]) -> int:
     sampler = MachineSampler()
     # orphans (CoqHammer's ATPs that coqtop never reaps) come to this process, which
     # reaps them: their CPU is then in RUSAGE_CHILDREN like the rest of the tree
-    subreaper = _become_subreaper()
+    subreaper = become_subreaper()
     busy0 = _machine_busy()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -149,14 +108,14 @@ def main(argv: list[str]) -> int:
         process = subprocess.Popen(command, stdout=out)
         watched = psutil.Process(process.pid)
         while process.poll() is None:
-            _reap_others(process.pid)
+            reap_orphans(process.pid)
             with contextlib.suppress(psutil.Error):
                 times = watched.cpu_times()
                 own = times.user + times.system
             time.sleep(0.5)
     finished = process
     deadline = time.monotonic() + 30
-    while _reap_others(None) and time.monotonic() < deadline:
+    while reap_orphans(None) and time.monotonic() < deadline:
         time.sleep(0.2)
     wall = time.monotonic() - started
     sampler.stop.set()

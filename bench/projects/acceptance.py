@@ -20,11 +20,13 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 ORCH = str(ROOT / ".venv/bin/orch")
+
+sys.path.insert(0, str(ROOT / "bench"))
+from reaping import run_counting_orphans  # noqa: E402
 
 
 def niced_cpu_seconds() -> float | None:
@@ -44,25 +46,32 @@ def niced_cpu_seconds() -> float | None:
 
 
 def timed(cmd: list[str], cwd: Path) -> dict:
-    t0 = time.monotonic()
+    """Run ``cmd`` under ``/usr/bin/time -v`` and ``nice``: its exit code, output and CPU.
+
+    ``cpu_s`` is what ``/usr/bin/time`` reports (the command and what its own
+    processes reaped); ``cpu_s_tree`` adds the orphans its provers left
+    (CoqHammer's ATPs), reaped here (:mod:`reaping`); where this process cannot
+    take orphans, the niced CPU of the machine stands in (quiet machine assumed).
+    """
     niced = niced_cpu_seconds()
-    run = subprocess.run(
-        ["/usr/bin/time", "-v", "nice", "-n", "10", *cmd], cwd=cwd, capture_output=True, text=True
-    )
-    wall = time.monotonic() - t0
+    run = run_counting_orphans(["/usr/bin/time", "-v", "nice", "-n", "10", *cmd], cwd)
     niced_after = niced_cpu_seconds()
     user = float(re.search(r"User time \(seconds\): ([\d.]+)", run.stderr).group(1))
     sys_ = float(re.search(r"System time \(seconds\): ([\d.]+)", run.stderr).group(1))
+    by_niced = (
+        round(niced_after - niced + sys_, 2)
+        if niced is not None and niced_after is not None
+        else None
+    )
     return {
         "cmd": cmd,
         "rc": run.returncode,
         "cpu_s": round(user + sys_, 2),
-        # the tree with its unreaped processes: their user CPU (see
-        # :func:`niced_cpu_seconds`) and the reaped tree's system CPU
-        "cpu_s_tree": round(niced_after - niced + sys_, 2)
-        if niced is not None and niced_after is not None
-        else None,
-        "wall_s": round(wall, 2),
+        "cpu_s_tree": round(run.tree_cpu_seconds, 2) if run.subreaper else by_niced,
+        "cpu_s_tree_by": "reaped" if run.subreaper else "niced",
+        "cpu_s_niced": by_niced,
+        "orphan_cpu_s": {name: round(cpu, 2) for name, cpu in run.orphans.items()},
+        "wall_s": round(run.wall_seconds, 2),
         "stdout": run.stdout,
         "stderr": run.stderr[-4000:],
     }
