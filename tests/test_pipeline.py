@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import subprocess
 from collections.abc import Callable
@@ -13,6 +14,7 @@ from proof_orchestrator.config import Settings
 from proof_orchestrator.coq.project import working_folder_flags
 from proof_orchestrator.coq.session import CoqSession
 from proof_orchestrator.coq.strategies.micro import MicroStrategy
+from proof_orchestrator.coq.verify import CoqVerifier
 from proof_orchestrator.errors import PathNotFound
 from proof_orchestrator.goals import Budget, Goal, Outcome
 from proof_orchestrator.ledger import Ledger
@@ -327,3 +329,43 @@ def test_the_working_folder_is_mapped_only_where_no_mapping_would_be_remapped(
     # a folder of Coq's own library is mapped by Coq already, under its real name
     stdlib_sets = Path(subprocess.check_output(["coqc", "-where"], text=True).strip())
     assert working_folder_flags(stdlib_sets / "theories" / "Sets", ()) == ()
+
+
+async def test_the_workers_start_on_a_checked_file_while_the_others_are_checked(
+    write_v: Callable[[str, str], Path], ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's goals are searched as soon as its own check passes: the check of a
+    second file is still running when the first file's goal is attempted (before,
+    every file was checked before any goal started, one core busy and one idle)."""
+    first = write_v("First.v", "Lemma first_one : 1 + 1 = 2.\nProof.\nAdmitted.\n")
+    later = write_v("Later.v", "Lemma later_one : 2 + 2 = 4.\nProof.\nAdmitted.\n")
+    attempted = asyncio.Event()
+    order: list[str] = []
+
+    class Announcing(FixedScript):
+        async def prove(self, session: CoqSession, goal: Goal, budget: Budget) -> StrategyResult:
+            order.append(f"attempt {goal.name}")
+            attempted.set()
+            return await super().prove(session, goal, budget)
+
+    checks = CoqVerifier.compiles
+
+    async def compiles(self: CoqVerifier, path: Path, text: str) -> tuple[bool, str]:
+        if path.name == later.name:
+            # waits for an attempt on First.v's goal: a run that searches only after
+            # every check would never get there
+            await asyncio.wait_for(attempted.wait(), timeout=60)
+        result = await checks(self, path, text)
+        order.append(f"checked {path.name}")
+        return result
+
+    monkeypatch.setattr(CoqVerifier, "compiles", compiles)
+    whole_machine = FillOptions(orch=dataclasses.replace(FAST.orch, cpu_target=1.0))
+    report = await fill(
+        [first, later], ledger, whole_machine, strategies=[Announcing("reflexivity.")]
+    )
+    assert report.proved == 2
+    assert order.index("attempt first_one") < order.index("checked Later.v")
+    assert [f.path.name for f in report.files] == ["First.v", "Later.v"]
+    assert "Admitted" not in first.read_text()
+    assert "Admitted" not in later.read_text()

@@ -235,13 +235,19 @@ class LocalExecutor:
         def opened(session: ProofSession) -> None:
             live.meter = session.cpu_seconds
 
+        def cancelled(cpu: float) -> None:
+            # the session's CPU moves to the goal's report now: the slot, still shown
+            # while the session closes, must not count it a second time
+            live.meter = None
+            on_cancel(cpu)
+
         return await run_attempt(
             item.file.tools,
             strategy,
             item.hole,
             item.file.text,
             budget,
-            on_cancel,
+            cancelled,
             on_session=opened,
         )
 

@@ -1,7 +1,9 @@
 """The fill pipeline: scan files, search proofs, verify whole files, patch, record.
 
-1. Read every file and find its holes; a file that does not compile before
-   any change is reported and skipped.
+1. Read every file and find its holes, and build what they import; a file
+   that does not compile before any change is reported and skipped. The
+   files are checked at once (as the governor's slots allow), and the
+   workers start on a file's goals as soon as its own check passes.
 2. Goals go into a priority queue (:mod:`.scheduler.queue`). Workers take
    them one at a time:
    - a proof the ledger already has (verified, or found and not yet
@@ -218,13 +220,17 @@ async def fill(
             try:
                 targets = [path for path, text, holes, _ in scanned if text is not None and holes]
                 blocked = await build_needed(targets, tools, report, on_build)
-                await _plan(run, scanned, tools, blocked)
-                if on_files is not None:  # the goals searched: those of files that were checked
-                    queued = [f for f in report.files if f.status is FileStatus.PENDING]
-                    on_files([(f.path, len(f.goals)) for f in queued if f.goals])
+                # the workers start with the first file checked: the files' checks run
+                # beside them (and beside each other, as the governor's slots allow)
+                run.planning = True
                 async with asyncio.TaskGroup() as workers:
                     for index in range(max(1, options.orch.max_light)):
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
+                    try:
+                        await _plan(run, scanned, tools, blocked, on_files)
+                    finally:
+                        run.planning = False
+                        run.changed.set()
             finally:
                 # the task group waits for both; no await here: on Python 3.11 a worker
                 # that failed leaves this task's cancel count raised (the inner group
@@ -325,12 +331,22 @@ async def _versions(files: Sequence[Path], options: FillOptions) -> str:
 
 
 async def _plan(
-    run: GoalRun, scanned: list[Scanned], tools: Toolbox, blocked: dict[Path, BuildFailure]
+    run: GoalRun,
+    scanned: list[Scanned],
+    tools: Toolbox,
+    blocked: dict[Path, BuildFailure],
+    on_files: Callable[[list[tuple[Path, int]]], None] | None = None,
 ) -> None:
     """Check that each file compiles, and queue its goals (a file whose imports could
     not be built is not checked, nor one that does not compile: their goals are
-    reported, not counted as attempted)."""
+    reported, not counted as attempted).
+
+    The checks run at once, each in a session slot of the governor; a file's goals
+    are queued (and ``on_files`` told) as soon as its own check passes, so the
+    workers start on them while the other files are checked. The files' reports
+    keep the order of ``scanned``."""
     report = run.report
+    checks: list[tuple[Path, str, list[Any], FileReport]] = []
     for path, text, holes, error in scanned:
         if text is None:
             report.files.append(FileReport(path, FileStatus.UNREADABLE, message=error))
@@ -338,41 +354,66 @@ async def _plan(
         if not holes:
             report.files.append(FileReport(path, FileStatus.DONE))
             continue
-        project_tools = tools.for_path(path)
         file_report = FileReport(path, FileStatus.PENDING, original_text=text)
         report.files.append(file_report)
-        failure = blocked.get(path)
-        if failure is not None:
-            compiles, output = (
-                False,
-                f"needs {failure.one_line(backend_for(path).project_root(path))}",
+        checks.append((path, text, holes, file_report))
+    # every hole counts from the start (the live view's goals left, the ETA's), less
+    # those of the files whose check fails
+    run.live.total += sum(len(holes) for _, _, holes, _ in checks)
+    async with asyncio.TaskGroup() as group:
+        for path, text, holes, file_report in checks:
+            group.create_task(
+                _plan_file(run, path, text, holes, file_report, tools, blocked, on_files),
+                name=f"check-{path.name}",
             )
-            status, why = FileStatus.NOT_BUILT, "a file it imports could not be built"
-        else:
-            try:
-                async with run.governor.slot():
-                    compiles, output = await project_tools.verifier.compiles(path, text)
-                status, why = FileStatus.DOES_NOT_COMPILE, "file does not compile"
-                output = output if compiles else explain_failure(project_tools, path, output)
-            except ProverNotFound as exc:
-                compiles, output = False, str(exc)
-                status, why = FileStatus.NO_PROVER, "prover not installed"
-        if not compiles:
-            file_report.status = status
-            file_report.message = output.strip()
-            file_report.goals += [GoalReport(h.goal, Outcome.ERROR, message=why) for h in holes]
-            continue
-        run.live.total += len(holes)
-        state = FileState(path, text, project_tools, file_report, pending=len(holes), holes=holes)
-        for hole in holes:
-            goal_report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
-            file_report.goals.append(goal_report)
-            goal_id = run.ledger.upsert_goal(hole.goal)
-            failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)
-            budget = run.budget_for(failed)
-            if budget is None:
-                # parked: it failed at the cap before; replaying a known proof is all
-                # this run does (larger --budget-cap to search again)
-                budget = 0.0
-            item = GoalItem(hole, state, goal_id, goal_report, budget)
-            run.enqueue(item, failures, first_seen)
+
+
+async def _plan_file(
+    run: GoalRun,
+    path: Path,
+    text: str,
+    holes: list[Any],
+    file_report: FileReport,
+    tools: Toolbox,
+    blocked: dict[Path, BuildFailure],
+    on_files: Callable[[list[tuple[Path, int]]], None] | None,
+) -> None:
+    """Check one file of :func:`_plan` and queue its goals."""
+    project_tools = tools.for_path(path)
+    failure = blocked.get(path)
+    if failure is not None:
+        compiles, output = (
+            False,
+            f"needs {failure.one_line(backend_for(path).project_root(path))}",
+        )
+        status, why = FileStatus.NOT_BUILT, "a file it imports could not be built"
+    else:
+        try:
+            async with run.governor.slot():
+                compiles, output = await project_tools.verifier.compiles(path, text)
+            status, why = FileStatus.DOES_NOT_COMPILE, "file does not compile"
+            output = output if compiles else explain_failure(project_tools, path, output)
+        except ProverNotFound as exc:
+            compiles, output = False, str(exc)
+            status, why = FileStatus.NO_PROVER, "prover not installed"
+    if not compiles:
+        file_report.status = status
+        file_report.message = output.strip()
+        file_report.goals += [GoalReport(h.goal, Outcome.ERROR, message=why) for h in holes]
+        run.live.total -= len(holes)
+        return
+    state = FileState(path, text, project_tools, file_report, pending=len(holes), holes=holes)
+    if on_files is not None:  # the goals searched: those of files that were checked
+        on_files([(path, len(holes))])
+    for hole in holes:
+        goal_report = GoalReport(hole.goal, Outcome.FAILED, hole=hole)
+        file_report.goals.append(goal_report)
+        goal_id = run.ledger.upsert_goal(hole.goal)
+        failures, first_seen, failed = run.ledger.history(hole.goal.fingerprint)
+        budget = run.budget_for(failed)
+        if budget is None:
+            # parked: it failed at the cap before; replaying a known proof is all
+            # this run does (larger --budget-cap to search again)
+            budget = 0.0
+        item = GoalItem(hole, state, goal_id, goal_report, budget)
+        run.enqueue(item, failures, first_seen)
