@@ -1,9 +1,8 @@
 """The fill pipeline: scan files, search proofs, verify whole files, patch, record.
 
 1. Read every file and find its holes, and build what they import; a file
-   that does not compile before any change is reported and skipped. The
-   files are checked at once (as the governor's slots allow), and the
-   workers start on a file's goals as soon as its own check passes.
+   that does not compile before any change is reported and skipped (the
+   files are checked at once, as the governor's slots allow).
 2. Goals go into a priority queue (:mod:`.scheduler.queue`). Workers take
    them one at a time:
    - a proof the ledger already has (verified, or found and not yet
@@ -220,17 +219,12 @@ async def fill(
             try:
                 targets = [path for path, text, holes, _ in scanned if text is not None and holes]
                 blocked = await build_needed(targets, tools, report, on_build)
-                # the workers start with the first file checked: the files' checks run
-                # beside them (and beside each other, as the governor's slots allow)
-                run.planning = True
+                await _plan(run, scanned, tools, blocked, on_files)
+                # every file checked first: the workers take the goals easiest first
+                # across the files, not the first checked file's
                 async with asyncio.TaskGroup() as workers:
                     for index in range(max(1, options.orch.max_light)):
                         workers.create_task(run.work(), name=f"goal-worker-{index}")
-                    try:
-                        await _plan(run, scanned, tools, blocked, on_files)
-                    finally:
-                        run.planning = False
-                        run.changed.set()
             finally:
                 # the task group waits for both; no await here: on Python 3.11 a worker
                 # that failed leaves this task's cancel count raised (the inner group
@@ -341,10 +335,11 @@ async def _plan(
     not be built is not checked, nor one that does not compile: their goals are
     reported, not counted as attempted).
 
-    The checks run at once, each in a session slot of the governor; a file's goals
-    are queued (and ``on_files`` told) as soon as its own check passes, so the
-    workers start on them while the other files are checked. The files' reports
-    keep the order of ``scanned``."""
+    The checks run at once, each in a session slot of the governor (at the target
+    1.0 every slot is open: extructures' five checks took 30 s one after the
+    other, on one core of two); a file's goals are queued (and ``on_files`` told)
+    as soon as its own check passes. The files' reports keep the order of
+    ``scanned``."""
     report = run.report
     checks: list[tuple[Path, str, list[Any], FileReport]] = []
     for path, text, holes, error in scanned:

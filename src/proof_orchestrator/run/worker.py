@@ -96,8 +96,6 @@ class GoalRun:
         )
         self.queue: GoalQueue[GoalItem] = GoalQueue()
         self.in_flight = 0
-        #: files are still being checked and queued: an idle worker waits for their goals
-        self.planning = False
         self.changed = asyncio.Event()
         #: told about every file this run writes (``orch bg`` ignores its own writes)
         self.on_write: Callable[[Path, str], None] | None = None
@@ -193,7 +191,7 @@ class GoalRun:
                 finally:
                     self.in_flight -= 1
                     self.changed.set()
-            elif self.in_flight == 0 and not self.planning:
+            elif self.in_flight == 0:
                 return
             else:
                 self.changed.clear()
