@@ -352,9 +352,6 @@ async def _plan(
         file_report = FileReport(path, FileStatus.PENDING, original_text=text)
         report.files.append(file_report)
         checks.append((path, text, holes, file_report))
-    # every hole counts from the start (the live view's goals left, the ETA's), less
-    # those of the files whose check fails
-    run.live.total += sum(len(holes) for _, _, holes, _ in checks)
     async with asyncio.TaskGroup() as group:
         for path, text, holes, file_report in checks:
             group.create_task(
@@ -395,8 +392,8 @@ async def _plan_file(
         file_report.status = status
         file_report.message = output.strip()
         file_report.goals += [GoalReport(h.goal, Outcome.ERROR, message=why) for h in holes]
-        run.live.total -= len(holes)
         return
+    run.live.total += len(holes)
     state = FileState(path, text, project_tools, file_report, pending=len(holes), holes=holes)
     if on_files is not None:  # the goals searched: those of files that were checked
         on_files([(path, len(holes))])
